@@ -1,0 +1,14 @@
+"""ReadTwice (Zemlyanskiy et al., NAACL 2021) in TensorFlow 2 / Keras 3.
+
+Layering (Model Garden style):
+
+* :mod:`model.configs`   -- frozen dataclass configs with JSON round trip (no TF import).
+* :mod:`model.input`     -- tf.data reader for the ``schemas.records`` TFRecord contract.
+* :mod:`model.layers`    -- transformer, memory extraction, memory attention.
+* :mod:`model.readtwice` -- the ReadTwice Keras model (BERT_1 -> memories -> BERT_2 -> heads).
+* :mod:`model.losses`    -- OR-loss over documents, answer-type and supporting-fact losses.
+* :mod:`model.train`     -- trainer (CLI + ``train()`` API).
+* :mod:`model.decoding`, :mod:`model.predict` -- span decoding to HotpotQA predictions.
+
+Importing this package does not import TensorFlow.
+"""

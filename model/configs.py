@@ -1,0 +1,187 @@
+"""Frozen dataclass configs for the ReadTwice model and trainer (pure Python, no TF).
+
+Configs round-trip through JSON (``to_json``/``from_json``) and are saved as ``config.json``
+beside the checkpoints, so ``model.predict`` can rebuild the exact model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Dict, Optional
+
+MEMORY_SOURCES = ("cls", "sts", "entity")
+IMPLEMENTED_MEMORY_SOURCES = ("cls",)
+CONFIG_FILE = "config.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+  """Architecture of ReadTwice.
+
+  Attributes:
+    vocab_size: Token vocabulary size.
+    hidden_size: Transformer width H.
+    num_heads: Attention heads (transformer and memory attention).
+    intermediate_size: Feed-forward inner width.
+    num_layers_first: Layers of BERT_1 (the first read).
+    num_layers_second: Layers of BERT_2 (the second read, after memory attention).
+    max_seq_length: Size of the position-embedding table (>= records' ``seq_length``).
+    dropout: Dropout rate for embeddings, attention and feed-forward outputs.
+    memory_source: Where memories come from: ``"cls"`` (one memory per segment, its CLS
+      token) is implemented; ``"sts"`` and ``"entity"`` are reserved for later.
+    max_segment_distance: B; relative segment distances are clipped to ``[-B, B]``.
+    memory_top_k: If set, each token attends only to its top-k memories (by score).
+    pre_layer_norm: Pre-LN transformer blocks if True, post-LN (BERT/RoBERTa) if False.
+    initializer_range: Stddev of the truncated-normal initialiser.
+    layer_norm_epsilon: LayerNorm epsilon.
+  """
+  vocab_size: int = 50265
+  hidden_size: int = 768
+  num_heads: int = 12
+  intermediate_size: int = 3072
+  num_layers_first: int = 12
+  num_layers_second: int = 2
+  max_seq_length: int = 512
+  dropout: float = 0.1
+  memory_source: str = "cls"
+  max_segment_distance: int = 8
+  memory_top_k: Optional[int] = None
+  pre_layer_norm: bool = False
+  initializer_range: float = 0.02
+  layer_norm_epsilon: float = 1e-12
+
+  def __post_init__(self):
+    if self.memory_source not in MEMORY_SOURCES:
+      raise ValueError(f"memory_source must be one of {MEMORY_SOURCES}, got "
+                       f"{self.memory_source!r}.")
+    if self.hidden_size % self.num_heads:
+      raise ValueError(f"hidden_size {self.hidden_size} is not divisible by num_heads "
+                       f"{self.num_heads}.")
+    if self.max_segment_distance < 0:
+      raise ValueError("max_segment_distance must be >= 0.")
+    if self.memory_top_k is not None and self.memory_top_k < 1:
+      raise ValueError("memory_top_k must be None or >= 1.")
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  def to_json(self) -> str:
+    return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+  @classmethod
+  def from_dict(cls, d: Dict[str, Any]) -> "ModelConfig":
+    return cls(**_known(cls, d))
+
+  @classmethod
+  def from_json(cls, text: str) -> "ModelConfig":
+    return cls.from_dict(json.loads(text))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+  """Trainer settings.
+
+  Attributes:
+    learning_rate: Peak learning rate.
+    steps: Number of training steps (one pack = one global batch = one step).
+    optimizer: ``"adamw"`` or ``"lamb"``.
+    weight_decay: Decoupled weight decay.
+    warmup_steps: Linear warm-up steps, then linear decay to 0 at ``steps``.
+    clipnorm: Global gradient-norm clip (None: no clipping).
+    seed: Seed for initialisation, dropout and data shuffling.
+    shuffle: Shuffle packs (and files).
+    jit_compile: XLA-compile the train step.
+    checkpoint_every: Save a checkpoint every this many steps (and at the end).
+    max_checkpoints: Checkpoints kept by the CheckpointManager.
+    log_every: Write TensorBoard summaries every this many steps.
+  """
+  learning_rate: float = 5e-5
+  steps: int = 1000
+  optimizer: str = "adamw"
+  weight_decay: float = 0.01
+  warmup_steps: int = 0
+  clipnorm: Optional[float] = 1.0
+  seed: int = 0
+  shuffle: bool = True
+  jit_compile: bool = False
+  checkpoint_every: int = 1000
+  max_checkpoints: int = 3
+  log_every: int = 1
+
+  def __post_init__(self):
+    if self.optimizer not in ("adamw", "lamb"):
+      raise ValueError(f"optimizer must be 'adamw' or 'lamb', got {self.optimizer!r}.")
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+  def to_json(self) -> str:
+    return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+  @classmethod
+  def from_dict(cls, d: Dict[str, Any]) -> "TrainConfig":
+    return cls(**_known(cls, d))
+
+  @classmethod
+  def from_json(cls, text: str) -> "TrainConfig":
+    return cls.from_dict(json.loads(text))
+
+
+def _known(cls, d: Dict[str, Any]) -> Dict[str, Any]:
+  names = {f.name for f in dataclasses.fields(cls)}
+  unknown = sorted(set(d) - names)
+  if unknown:
+    raise ValueError(f"Unknown {cls.__name__} fields {unknown}.")
+  return dict(d)
+
+
+def tiny(vocab_size: int = 128, max_seq_length: int = 64, **overrides) -> ModelConfig:
+  """A tiny model for tests and the demo (hidden 64, 2 heads, 1 + 1 layers)."""
+  kw = dict(vocab_size=vocab_size, hidden_size=64, num_heads=2, intermediate_size=128,
+            num_layers_first=1, num_layers_second=1, max_seq_length=max_seq_length,
+            dropout=0.0, max_segment_distance=2, layer_norm_epsilon=1e-6)
+  kw.update(overrides)
+  return ModelConfig(**kw)
+
+
+def base(**overrides) -> ModelConfig:
+  """RoBERTa-base shaped: 768 / 12 heads / 3072, 12 layers BERT_1 + 2 layers BERT_2."""
+  kw = dict(vocab_size=50265, hidden_size=768, num_heads=12, intermediate_size=3072,
+            num_layers_first=12, num_layers_second=2, max_seq_length=512, dropout=0.1,
+            layer_norm_epsilon=1e-5)
+  kw.update(overrides)
+  return ModelConfig(**kw)
+
+
+PRESETS = {"tiny": tiny, "base": base}
+
+
+def preset(name: str, **overrides) -> ModelConfig:
+  if name not in PRESETS:
+    raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS)}.")
+  return PRESETS[name](**overrides)
+
+
+def save_configs(model_dir: str, model_config: ModelConfig,
+                 train_config: Optional[TrainConfig] = None) -> str:
+  """Writes ``<model_dir>/config.json`` holding ``{"model": ..., "train": ...}``."""
+  import os
+  os.makedirs(model_dir, exist_ok=True)
+  path = os.path.join(model_dir, CONFIG_FILE)
+  payload = {"model": model_config.to_dict()}
+  if train_config is not None:
+    payload["train"] = train_config.to_dict()
+  with open(path, "w") as f:
+    f.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+  return path
+
+
+def load_configs(model_dir: str):
+  """Reads ``<model_dir>/config.json`` -> ``(ModelConfig, TrainConfig | None)``."""
+  import os
+  with open(os.path.join(model_dir, CONFIG_FILE)) as f:
+    payload = json.load(f)
+  train = payload.get("train")
+  return (ModelConfig.from_dict(payload["model"]),
+          TrainConfig.from_dict(train) if train is not None else None)

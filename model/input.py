@@ -1,0 +1,195 @@
+"""tf.data reader for the ``schemas.records`` pack TFRecords.
+
+One record is one pack of N segments x L tokens and is one global batch, so the reader does not
+batch: every dataset element is the feature dict of one pack:
+
+* token features (``token_ids``, ``input_mask``, ``word_start``, ``token_kind``, ``char_begin``,
+  ``char_end``) -> int32 ``[N, L]``;
+* segment features -> int32 ``[N]`` (bytes ones -> tf.string ``[N]``);
+* pack features (``schema_version``, ``pack_id``) -> tf.string scalars;
+* ragged span lists -> int32 ``[S]`` (S varies per pack);
+* densified labels: ``answer_begin_labels``/``answer_end_labels`` and
+  ``mention_begin_labels``/``mention_end_labels`` int32 ``[N, L]`` multi-hot maps, and
+  ``mention_entity_begin`` int32 ``[N, L]`` (entity id at the mention's first token, 0 elsewhere).
+
+Schema versions are checked twice: eagerly on the first record of every file (clear
+``SchemaVersionError`` before any training starts) and in-graph on every record.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import tensorflow as tf
+
+from schemas import manifest as manifest_lib
+from schemas import records
+
+_MAJOR = records.major_version(records.SCHEMA_VERSION)
+
+
+def feature_spec(seq_length: int, segments_per_pack: int) -> Dict[str, object]:
+  """``tf.io.parse_single_example`` spec for one pack."""
+  spec = {}
+  for f in records.FEATURES:
+    dtype = tf.int64 if f.dtype == "int64" else tf.string
+    if f.kind == "ragged":
+      spec[f.name] = tf.io.VarLenFeature(dtype)
+    else:
+      size = {"token": segments_per_pack * seq_length, "segment": segments_per_pack,
+              "pack": 1}[f.kind]
+      spec[f.name] = tf.io.FixedLenFeature([size], dtype)
+  return spec
+
+
+def _major_of(version: tf.Tensor) -> tf.Tensor:
+  head = tf.strings.split(tf.reshape(version, [1]), ".").to_tensor(default_value="")[0, 0]
+  return tf.strings.to_number(head, tf.int32)
+
+
+def _densify(segment: tf.Tensor, position: tf.Tensor, values: tf.Tensor,
+             shape: Tuple[int, int]) -> tf.Tensor:
+  """Scatters ``values[i]`` at ``(segment[i], position[i])`` into zeros ``[N, L]`` (max-combined)."""
+  indices = tf.stack([segment, position], axis=1)
+  return tf.tensor_scatter_nd_max(tf.zeros(shape, tf.int32), indices, values)
+
+
+def parse_pack(serialized: tf.Tensor, seq_length: int,
+               segments_per_pack: int) -> Dict[str, tf.Tensor]:
+  """Parses one serialized pack into the feature dict described in the module docstring.
+
+  Adds an in-graph assertion that the record's schema major version is this reader's.
+  """
+  n, l = segments_per_pack, seq_length
+  parsed = tf.io.parse_single_example(serialized, feature_spec(l, n))
+  version = parsed["schema_version"][0]
+  check = tf.debugging.Assert(
+      tf.equal(_major_of(version), _MAJOR),
+      [tf.constant(f"SchemaVersionError: record written with another major schema version; "
+                   f"this reader understands {records.SCHEMA_NAME} {_MAJOR}.x "
+                   f"(current {records.SCHEMA_VERSION}). Record schema_version:"),
+       version, tf.constant("pack_id:"), parsed["pack_id"][0]])
+  out: Dict[str, tf.Tensor] = {}
+  with tf.control_dependencies([check]):
+    for f in records.FEATURES:
+      value = parsed[f.name]
+      if f.kind == "ragged":
+        value = tf.sparse.to_dense(value)
+      if f.dtype == "int64":
+        value = tf.cast(value, tf.int32)
+      if f.kind == "token":
+        value = tf.reshape(value, [n, l])
+      elif f.kind == "pack":
+        value = value[0]
+      out[f.name] = tf.identity(value)
+  ones = tf.ones_like(out["answer_segment"])
+  out["answer_begin_labels"] = _densify(out["answer_segment"], out["answer_begin"], ones, (n, l))
+  out["answer_end_labels"] = _densify(out["answer_segment"], out["answer_end"], ones, (n, l))
+  mones = tf.ones_like(out["mention_segment"])
+  out["mention_begin_labels"] = _densify(out["mention_segment"], out["mention_begin"], mones,
+                                         (n, l))
+  out["mention_end_labels"] = _densify(out["mention_segment"], out["mention_end"], mones, (n, l))
+  out["mention_entity_begin"] = _densify(out["mention_segment"], out["mention_begin"],
+                                         out["mention_entity_id"], (n, l))
+  return out
+
+
+def check_file_version(path: str) -> Optional[str]:
+  """Eagerly reads the first record of ``path``; raises SchemaVersionError on a major mismatch.
+
+  Returns the version string (None for an empty file).
+  """
+  for raw in tf.data.TFRecordDataset([path]).take(1):
+    parsed = tf.io.parse_single_example(
+        raw, {"schema_version": tf.io.FixedLenFeature([1], tf.string, default_value=[b""])})
+    version = parsed["schema_version"][0].numpy().decode("utf-8", "replace")
+    if not version:
+      raise records.SchemaVersionError(f"{path}: first record has no schema_version feature.")
+    records.check_version(version, where=f"records in {path}")
+    return version
+  return None
+
+
+def _expand(file_pattern_or_list: Union[str, Sequence[str]]) -> List[str]:
+  patterns = [file_pattern_or_list] if isinstance(file_pattern_or_list, str) else list(
+      file_pattern_or_list)
+  files: List[str] = []
+  for p in patterns:
+    matched = sorted(tf.io.gfile.glob(p)) if any(c in p for c in "*?[") else [p]
+    files.extend(matched)
+  if not files:
+    raise FileNotFoundError(f"No record files match {file_pattern_or_list!r}.")
+  return files
+
+
+def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: int,
+                 segments_per_pack: int, shuffle: bool = False, repeat: bool = False,
+                 seed: Optional[int] = 0, shuffle_buffer: int = 64,
+                 check_versions: bool = True) -> tf.data.Dataset:
+  """Dataset of parsed packs (one element = one pack = one global batch).
+
+  Args:
+    file_pattern_or_list: A glob pattern, a path, or a list of those.
+    seq_length: L, tokens per segment.
+    segments_per_pack: N, segments per pack.
+    shuffle: Shuffle file order and packs (seeded by ``seed``).
+    repeat: Repeat forever.
+    seed: Shuffle seed.
+    shuffle_buffer: Pack shuffle buffer size.
+    check_versions: Eagerly check the first record of every file.
+
+  Raises:
+    SchemaVersionError: A file's first record has another major schema version.
+  """
+  files = _expand(file_pattern_or_list)
+  if check_versions:
+    for path in files:
+      check_file_version(path)
+  ds = tf.data.Dataset.from_tensor_slices(files)
+  if shuffle:
+    ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+  if shuffle:
+    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=4,
+                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+  else:
+    ds = ds.flat_map(tf.data.TFRecordDataset)
+  if shuffle:
+    ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+  if repeat:
+    ds = ds.repeat()
+  ds = ds.map(lambda x: parse_pack(x, seq_length, segments_per_pack),
+              num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
+  return ds.prefetch(2)
+
+
+def read_manifest(output_dir: str) -> Dict:
+  """Loads and validates ``<output_dir>/manifest.json`` (refuses other major versions)."""
+  path = os.path.join(output_dir, manifest_lib.MANIFEST_FILE)
+  with tf.io.gfile.GFile(path) as f:
+    text = f.read()
+  manifest = json.loads(text)
+  if "schema_version" in manifest:
+    records.check_version(manifest["schema_version"], where=f"manifest {path}")
+  return manifest_lib.loads(text)
+
+
+def record_files(output_dir: str, manifest: Optional[Dict] = None) -> List[str]:
+  """The record shards of a pipeline output dir (from the manifest, else ``records-*``)."""
+  manifest = manifest if manifest is not None else read_manifest(output_dir)
+  shards = [os.path.join(output_dir, s["path"]) for s in manifest.get("shards", [])]
+  if not shards:
+    shards = sorted(glob.glob(os.path.join(output_dir, "records-*")))
+  return shards
+
+
+def dataset_from_output_dir(output_dir: str, shuffle: bool = False, repeat: bool = False,
+                            seed: Optional[int] = 0, **kwargs) -> tf.data.Dataset:
+  """``make_dataset`` over a pipeline output dir; N and L come from ``manifest.json``."""
+  manifest = read_manifest(output_dir)
+  cfg = manifest["config"]
+  return make_dataset(record_files(output_dir, manifest), int(cfg["seq_length"]),
+                      int(cfg["segments_per_pack"]), shuffle=shuffle, repeat=repeat, seed=seed,
+                      **kwargs)
