@@ -1,0 +1,1 @@
+"""TF-free Beam pipelines that turn corpora into ReadTwice TFRecords."""

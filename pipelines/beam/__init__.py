@@ -1,0 +1,1 @@
+"""Generic Beam transforms shared by every pipeline job."""

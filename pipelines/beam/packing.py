@@ -1,0 +1,123 @@
+"""Packs whole (sub-)documents into records of ``segments_per_pack`` segments.
+
+Why packing lives in the pipeline and not in the trainer's tf.data input:
+
+* The model needs every segment of a document in the same global batch (memories are gathered
+  over all segments of a document, across replicas).  Packing whole documents into fixed
+  ``[N, L]`` records gives the trainer static shapes (XLA/TPU) and a trivial input pipeline:
+  one record = one global batch, shuffled freely at record level without breaking documents.
+* Bin packing is a global, stateful operation; in tf.data it would need a stateful ``scan`` per
+  host, would differ between hosts and restarts, and would run again every epoch.  Done once in
+  Beam it is deterministic (same input -> same bytes), inspectable, and costs nothing at training.
+* The price: N is fixed when the data are written (the manifest records it).  A trainer that
+  wants a smaller per-replica batch splits a pack over replicas; a different N means re-running
+  the pipeline, which is cheap relative to training.
+
+Packing is first-fit decreasing on segment counts, inside each shard, with ties broken by key, so
+it depends only on the shard's content.  Padding segments have ``segment_mask`` 0,
+``document_index`` -1, PAD tokens and ``input_mask`` 0.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+
+from schemas import example_proto, records
+from pipelines.text.segmenter import SEGMENT_FEATURES, TOKEN_FEATURES, SubDocument
+
+DTYPES = {f.name: f.dtype for f in records.FEATURES}
+
+
+def plan_packs(sizes: Sequence[Tuple[str, int]], capacity: int) -> List[List[int]]:
+  """First-fit decreasing; returns lists of indices into ``sizes`` (key, num_segments)."""
+  order = sorted(range(len(sizes)), key=lambda i: (-sizes[i][1], sizes[i][0]))
+  bins: List[List[int]] = []
+  free: List[int] = []
+  for i in order:
+    n = sizes[i][1]
+    if n > capacity:
+      raise ValueError(f"{sizes[i][0]!r} has {n} segments, more than a pack holds ({capacity}).")
+    for b, room in enumerate(free):
+      if room >= n:
+        bins[b].append(i)
+        free[b] -= n
+        break
+    else:
+      bins.append([i])
+      free.append(capacity - n)
+  return [sorted(b, key=lambda i: sizes[i][0]) for b in bins]
+
+
+def pack_features(docs: Sequence[SubDocument], segments_per_pack: int, seq_length: int,
+                  pad_id: int, pack_id: str) -> Dict[str, np.ndarray | list]:
+  """The record's features for documents laid out in order, then padding segments."""
+  N, L = segments_per_pack, seq_length
+  used = sum(d.num_segments for d in docs)
+  if used > N:
+    raise ValueError(f"pack {pack_id} needs {used} segments > {N}")
+  pad = N - used
+  feats: Dict[str, np.ndarray | list] = {}
+  pad_token = {"token_ids": pad_id, "char_begin": -1, "char_end": -1}
+  for name in TOKEN_FEATURES:
+    parts = [d.tokens[name] for d in docs]
+    parts.append(np.full((pad, L), pad_token.get(name, 0), dtype=np.int64))
+    feats[name] = np.concatenate(parts, axis=0).reshape(-1)
+  pad_segment = {"answer_type": records.ANSWER_TYPE_NONE, "supporting": -1}
+  for name in SEGMENT_FEATURES:
+    parts = [d.segments[name] for d in docs]
+    parts.append(np.full(pad, pad_segment.get(name, 0), dtype=np.int64))
+    feats[name] = np.concatenate(parts)
+
+  def per_segment(fn, fill):
+    return [fn(i, d) for i, d in enumerate(docs) for _ in range(d.num_segments)] + [fill] * pad
+
+  feats["segment_mask"] = np.array([1] * used + [0] * pad, dtype=np.int64)
+  feats["document_index"] = np.array(per_segment(lambda i, d: i, -1), dtype=np.int64)
+  feats["document_id"] = per_segment(lambda i, d: d.document_id.encode("utf-8"), b"")
+  feats["question_id"] = per_segment(lambda i, d: d.question_id.encode("utf-8"), b"")
+  feats["sub_document_index"] = np.array(per_segment(lambda i, d: d.sub_document_index, 0))
+  feats["num_sub_documents"] = np.array(per_segment(lambda i, d: d.num_sub_documents, 0))
+
+  offsets = np.cumsum([0] + [d.num_segments for d in docs])[:-1]
+  answers = [d.answers + np.array([o, 0, 0]) for d, o in zip(docs, offsets)]
+  mentions = [d.mentions + np.array([o, 0, 0, 0]) for d, o in zip(docs, offsets)]
+  answers = np.concatenate(answers or [np.zeros((0, 3), np.int64)]).reshape(-1, 3)
+  mentions = np.concatenate(mentions or [np.zeros((0, 4), np.int64)]).reshape(-1, 4)
+  for j, name in enumerate(("answer_segment", "answer_begin", "answer_end")):
+    feats[name] = answers[:, j]
+  for j, name in enumerate(("mention_segment", "mention_begin", "mention_end",
+                            "mention_entity_id")):
+    feats[name] = mentions[:, j]
+  feats["schema_version"] = [records.SCHEMA_VERSION.encode()]
+  feats["pack_id"] = [pack_id.encode()]
+  return feats
+
+
+def serialize_pack(feats: Dict[str, np.ndarray | list]) -> bytes:
+  return example_proto.encode_example(
+      {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in feats.items()}, DTYPES)
+
+
+class PackEncoder:
+  """``writer.ShardEncoder`` for sub-documents: plans packs and serialises them."""
+
+  def __init__(self, segments_per_pack: int, seq_length: int, pad_id: int):
+    self.segments_per_pack = segments_per_pack
+    self.seq_length = seq_length
+    self.pad_id = pad_id
+
+  def __call__(self, shard: int, items: List[Tuple[str, SubDocument]]):
+    plan = plan_packs([(k, d.num_segments) for k, d in items], self.segments_per_pack)
+    segments = sum(d.num_segments for _, d in items)
+    stats = {"packs": len(plan), "segments": segments, "sub_documents": len(items),
+             "padding_segments": len(plan) * self.segments_per_pack - segments}
+
+    def payloads():
+      for j, members in enumerate(plan):
+        yield serialize_pack(pack_features([items[i][1] for i in members],
+                                           self.segments_per_pack, self.seq_length,
+                                           self.pad_id, f"{shard:05d}-{j:06d}"))
+
+    return payloads(), stats

@@ -1,0 +1,71 @@
+"""The one in-memory document type every source reader produces.
+
+All spans are character offsets into ``Document.text`` (Python string offsets, end exclusive)
+until the segmenter turns them into token indices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Optional, Tuple
+
+from schemas import records
+
+
+@dataclasses.dataclass(frozen=True)
+class Paragraph:
+  title: str
+  begin: int
+  end: int
+  sentences: Tuple[Tuple[int, int], ...] = ()
+  supporting: Optional[bool] = None  # None: unknown (no labels, e.g. test sets)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mention:
+  begin: int
+  end: int
+  entity_id: int = 0  # 0 = not linked
+
+
+@dataclasses.dataclass(frozen=True)
+class Question:
+  id: str
+  text: str
+  answers: Tuple[str, ...] = ()
+  answer_type: int = records.ANSWER_TYPE_NONE
+
+
+@dataclasses.dataclass(frozen=True)
+class Document:
+  id: str
+  text: str
+  source_id: str  # where it came from, e.g. 'file.json#17'
+  paragraphs: Tuple[Paragraph, ...] = ()
+  mentions: Tuple[Mention, ...] = ()
+  question: Optional[Question] = None
+
+  def side_record(self) -> Dict:
+    """The documents side-file line (schemas/documents.py)."""
+    q = self.question
+    return {
+        "document_id": self.id,
+        "question_id": q.id if q else "",
+        "question": q.text if q else "",
+        "text": self.text,
+        "answers": list(q.answers) if q else [],
+        "answer_type": q.answer_type if q else records.ANSWER_TYPE_NONE,
+        "paragraphs": [{"title": p.title, "begin": p.begin, "end": p.end,
+                        "supporting": p.supporting,
+                        "sentences": [list(s) for s in p.sentences]} for p in self.paragraphs],
+        "source_id": self.source_id,
+    }
+
+
+class BadInput(ValueError):
+  """A record that cannot become a document; ``reason`` is a short stable slug."""
+
+  def __init__(self, reason: str, detail: str = ""):
+    super().__init__(f"{reason}: {detail}" if detail else reason)
+    self.reason = reason
+    self.detail = detail

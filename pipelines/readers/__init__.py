@@ -1,0 +1,1 @@
+"""One module per source format; each turns raw records into pipelines.document.Document."""

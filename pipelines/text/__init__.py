@@ -1,0 +1,1 @@
+"""Tokenizer, segmenter and span mapping (pure Python + numpy, no Beam)."""

