@@ -29,7 +29,12 @@ flags.DEFINE_integer("max_segments_per_document", 128,
 flags.DEFINE_integer("max_question_tokens", 64, "Longer questions are truncated (counted).")
 flags.DEFINE_integer("segments_per_pack", 128,
                      "Segments per record (one record = one global training batch).")
-flags.DEFINE_integer("num_shards", 8, "Output shards (fixed, so outputs are deterministic).")
+flags.DEFINE_integer("num_shards", 0,
+                     "Output shards; 0 = ceil(segments / --segments_per_shard). Shard contents "
+                     "depend only on the input, never on workers or bundles.")
+flags.DEFINE_integer("segments_per_shard", 16384,
+                     "Target segments per shard when --num_shards=0 (a shard is sorted and "
+                     "packed in one worker's memory: ~25 KB per segment at seq_length 512).")
 flags.DEFINE_bool("deduplicate", True, "Keep one document per id; the rest count as skipped.")
 flags.DEFINE_string("vocab_file", None,
                     "Byte-level BPE vocab.json (e.g. RoBERTa's); default: packaged GPT-2 BPE.")
@@ -46,6 +51,7 @@ def records_config_from_flags() -> RecordsConfig:
                                 max_question_tokens=FLAGS.max_question_tokens),
       tokenizer=TokenizerSpec(FLAGS.vocab_file, FLAGS.merges_file),
       segments_per_pack=FLAGS.segments_per_pack, num_shards=FLAGS.num_shards,
+      segments_per_shard=FLAGS.segments_per_shard,
       deduplicate=FLAGS.deduplicate, batch_size=FLAGS.batch_size)
 
 

@@ -59,7 +59,7 @@ def run(input_pattern: str, output_dir: str, config: RecordsConfig,
 
 
 def main(argv: List[str]) -> None:
-  logging.getLogger().setLevel(logging.INFO)
+  logging.getLogger().setLevel(logging.WARNING)
   config = cli.records_config_from_flags()
   m = run(FLAGS.input, FLAGS.output_dir, config, argv[1:])
   summary = {"counts": m["counts"], "examples": m["examples"],

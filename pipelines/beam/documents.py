@@ -40,7 +40,8 @@ class RecordsConfig:
   segmenter: SegmenterConfig = SegmenterConfig()
   tokenizer: TokenizerSpec = TokenizerSpec()
   segments_per_pack: int = 128
-  num_shards: int = 8
+  num_shards: int = 0  # 0: ceil(total segments / segments_per_shard), at least 1
+  segments_per_shard: int = 16384
   deduplicate: bool = True
   batch_size: int = 64
 
@@ -53,7 +54,7 @@ class RecordsConfig:
   def describe(self) -> Dict[str, Any]:
     d = dataclasses.asdict(self.segmenter)
     d.update(segments_per_pack=self.segments_per_pack, num_shards=self.num_shards,
-             deduplicate=self.deduplicate)
+             segments_per_shard=self.segments_per_shard, deduplicate=self.deduplicate)
     return d
 
 
@@ -302,15 +303,20 @@ class DocumentsToRecords(beam.PTransform):
     stats.append(seg[STATS])
     dead.append(seg[DEAD_LETTER])
     pad_id = Tokenizer(cfg.tokenizer).pad_id
+    total_stats = (tuple(stats) | "FlattenStats" >> beam.Flatten()
+                   | "SumStats" >> beam.CombineGlobally(SumCounts()))
+    num_shards = total_stats | "NumShards" >> beam.Map(
+        lambda st: cfg.num_shards or max(1, -(-st.get("segment/segments", 0)
+                                              // cfg.segments_per_shard)))
 
     shards = [
         seg.sub_documents | "WriteRecords" >> writer.WriteShards(
-            out, "records", ".tfrecord", cfg.num_shards,
+            out, "records", ".tfrecord", num_shards,
             PackEncoder(cfg.segments_per_pack, cfg.segmenter.seq_length, pad_id),
             writer.frame_tfrecord),
         seg[SIDE] | "WriteDocuments" >> writer.WriteShards(
             FileSystems.join(out, documents_schema.DOCUMENTS_DIR), "documents", ".jsonl",
-            cfg.num_shards, writer.encode_lines, writer.frame_line),
+            num_shards, writer.encode_lines, writer.frame_line),
     ]
     all_dead = tuple(dead) | "FlattenDeadLetters" >> beam.Flatten()
     shards.append(
@@ -322,8 +328,6 @@ class DocumentsToRecords(beam.PTransform):
             writer.encode_lines, writer.frame_line))
     reasons = (all_dead | "ReasonKey" >> beam.Map(reason_key)
                | "CountReasons" >> beam.combiners.Count.PerElement())
-    total_stats = (tuple(stats) | "FlattenStats" >> beam.Flatten()
-                   | "SumStats" >> beam.CombineGlobally(SumCounts()))
     input_count = inputs["input_count"] | "SumInput" >> beam.CombineGlobally(sum)
     all_shards = tuple(shards) | "FlattenShards" >> beam.Flatten()
     return (p | "ManifestTrigger" >> beam.Create([None])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -26,8 +26,14 @@ from schemas import tfrecord_io
 ShardEncoder = Callable[[int, List[Tuple[str, Any]]], Tuple[Iterable[bytes], Dict[str, Any]]]
 
 
+GROUP_SEPARATOR = "\x1f"
+
+
 def shard_of(key: str, num_shards: int) -> int:
-  digest = hashlib.sha256(key.encode("utf-8")).digest()
+  """Shard of a key; only the part before the first GROUP_SEPARATOR counts, so all elements
+  of one group (e.g. the sub-documents of a document) land in the same shard."""
+  group = key.split(GROUP_SEPARATOR, 1)[0]
+  digest = hashlib.sha256(group.encode("utf-8")).digest()
   return int.from_bytes(digest[:8], "big") % num_shards
 
 
@@ -59,18 +65,17 @@ def write_atomically(path: str, chunks: Iterable[bytes]) -> int:
 
 class _WriteShardFn(beam.DoFn):
 
-  def __init__(self, output_dir: str, prefix: str, suffix: str, num_shards: int,
-               encode_shard: ShardEncoder, frame: Callable[[bytes], bytes], namespace: str):
+  def __init__(self, output_dir: str, prefix: str, suffix: str, encode_shard: ShardEncoder,
+               frame: Callable[[bytes], bytes], namespace: str):
     self._output_dir = output_dir
     self._prefix = prefix
     self._suffix = suffix
-    self._num_shards = num_shards
     self._encode_shard = encode_shard
     self._frame = frame
     self._records = Metrics.counter(namespace, f"{prefix}_records_written")
     self._bytes = Metrics.counter(namespace, f"{prefix}_bytes_written")
 
-  def process(self, element: Tuple[int, Iterable[Optional[Tuple[str, Any]]]]):
+  def process(self, element: Tuple[int, Iterable[Optional[Tuple[str, Any]]]], num_shards: int):
     shard, items = element
     items = sorted((kv for kv in items if kv is not None), key=lambda kv: kv[0])
     keys = [k for k, _ in items]
@@ -78,7 +83,7 @@ class _WriteShardFn(beam.DoFn):
       dup = next(k for k in keys if keys.count(k) > 1)
       raise ValueError(f"Duplicate key {dup!r} in shard {shard}: keys must be unique.")
     payloads, stats = self._encode_shard(shard, items)
-    name = shard_name(self._prefix, shard, self._num_shards, self._suffix)
+    name = shard_name(self._prefix, shard, num_shards, self._suffix)
     count = 0
 
     def framed():
@@ -96,29 +101,34 @@ class _WriteShardFn(beam.DoFn):
 class WriteShards(beam.PTransform):
   """Writes ``(key, value)`` pairs to ``num_shards`` deterministic files; emits shard stats.
 
+  ``num_shards`` is an int or a singleton PCollection holding one (computed from the data,
+  e.g. from the total segment count, which is still deterministic for a given input).
+
   ``encode_shard`` turns one shard's sorted pairs into payloads (it may combine several
   elements into one payload, as packing does); ``frame`` is ``frame_tfrecord`` or
   ``frame_line``.
   """
 
-  def __init__(self, output_dir: str, prefix: str, suffix: str, num_shards: int,
-               encode_shard: ShardEncoder, frame: Callable[[bytes], bytes],
-               namespace: str = "readtwice.write"):
+  def __init__(self, output_dir: str, prefix: str, suffix: str,
+               num_shards: Union[int, beam.PCollection], encode_shard: ShardEncoder,
+               frame: Callable[[bytes], bytes], namespace: str = "readtwice.write"):
     super().__init__()
-    if num_shards < 1:
+    if isinstance(num_shards, int) and num_shards < 1:
       raise ValueError("num_shards must be >= 1")
-    self._args = (output_dir, prefix, suffix, num_shards, encode_shard, frame, namespace)
+    self._fn = _WriteShardFn(output_dir, prefix, suffix, encode_shard, frame, namespace)
     self._num_shards = num_shards
 
   def expand(self, pairs: beam.PCollection) -> beam.PCollection:
     n = self._num_shards
-    keyed = pairs | "ShardKey" >> beam.Map(lambda kv: (shard_of(kv[0], n), kv))
+    if isinstance(n, int):
+      n = pairs.pipeline | "NumShards" >> beam.Create([n])
+    n_side = beam.pvalue.AsSingleton(n)
+    keyed = pairs | "ShardKey" >> beam.Map(lambda kv, n: (shard_of(kv[0], n), kv), n_side)
     # One empty marker per shard, so that every shard file is written even when empty.
-    markers = (pairs.pipeline | "AllShards" >> beam.Create(list(range(n)))
-               | "Marker" >> beam.Map(lambda s: (s, None)))
+    markers = n | "Markers" >> beam.FlatMap(lambda n: [(s, None) for s in range(n)])
     return ((keyed, markers) | "Flatten" >> beam.Flatten()
             | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(_WriteShardFn(*self._args)))
+            | "WriteShard" >> beam.ParDo(self._fn, n_side))
 
 
 def encode_lines(shard: int, items: List[Tuple[str, Any]]) -> Tuple[List[bytes], Dict]:

@@ -73,6 +73,7 @@ class SubDocument:
 
 
 def sub_document_key(document_id: str, question_id: str, sub_index: int) -> str:
+  """Sort key; the writer shards on the part before the first \\x1f (the document id)."""
   return f"{document_id}\x1f{question_id}\x1f{sub_index:06d}"
 
 

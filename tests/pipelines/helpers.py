@@ -1,0 +1,53 @@
+"""Small builders shared by the pipeline tests."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Dict, List, Sequence
+
+import numpy as np
+
+from pipelines.text.tokenizer import Encoded, word_starts
+
+SPECIAL = {"cls": 0, "pad": 1, "sep": 2, "mask": 3}
+
+
+def word_encoding(text: str, split: Dict[str, int] | None = None) -> Encoded:
+  """A fake, fully predictable encoding: one token per whitespace word (id = 100 + index).
+
+  ``split`` maps a word to a number of pieces it is cut into (continuation tokens), so tests
+  can put multi-token words at segment edges.
+  """
+  ids, offsets = [], []
+  for m in re.finditer(r"\S+", text):
+    pieces = (split or {}).get(m.group(), 1)
+    b, e = m.span()
+    cuts = np.linspace(b, e, pieces + 1).astype(int)
+    for i in range(pieces):
+      ids.append(100 + len(ids))
+      offsets.append((int(cuts[i]), int(cuts[i + 1])))
+  return Encoded.build(text, ids, offsets)
+
+
+def hotpot_record(qid: str, question: str, answer: str | None,
+                  context: Sequence[Sequence], supporting: Sequence[Sequence] | None = None,
+                  **extra) -> Dict:
+  rec = {"_id": qid, "question": question, "context": [list(c) for c in context],
+         "type": "bridge", "level": "hard"}
+  if answer is not None:
+    rec["answer"] = answer
+  if supporting is not None:
+    rec["supporting_facts"] = [list(s) for s in supporting]
+  rec.update(extra)
+  return rec
+
+
+def write_json(path, records: List) -> str:
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(records, f)
+  return str(path)
+
+
+def numbered_words(n: int, prefix: str = "w") -> str:
+  return " ".join(f"{prefix}{i}" for i in range(n))

@@ -1,0 +1,72 @@
+"""The record contract: Example wire format, TFRecord framing, versions, manifest rules."""
+
+import io
+
+import pytest
+
+from schemas import example_proto, manifest, records, tfrecord_io
+
+
+def test_example_round_trip_is_deterministic():
+  feats = {"b": [1, -2, 3], "a": [b"x", "é".encode()], "f": [0.5]}
+  dtypes = {"a": "bytes", "b": "int64", "f": "float"}
+  data = example_proto.encode_example(feats, dtypes)
+  assert data == example_proto.encode_example(dict(reversed(list(feats.items()))), dtypes)
+  assert example_proto.decode_example(data) == {"a": [b"x", "é".encode()], "b": [1, -2, 3],
+                                                "f": [0.5]}
+
+
+def test_tfrecord_framing_round_trip_and_corruption():
+  payloads = [b"", b"abc", bytes(range(256)) * 3]
+  blob = b"".join(tfrecord_io.encode_record(p) for p in payloads)
+  assert list(tfrecord_io.iter_records(io.BytesIO(blob))) == payloads
+  broken = bytearray(blob)
+  broken[-1] ^= 1
+  with pytest.raises(tfrecord_io.CorruptRecordError, match="checksum"):
+    list(tfrecord_io.iter_records(io.BytesIO(bytes(broken))))
+  with pytest.raises(tfrecord_io.CorruptRecordError, match="truncated"):
+    list(tfrecord_io.iter_records(io.BytesIO(blob[:-2])))
+
+
+def test_other_major_version_is_refused_with_a_clear_error():
+  records.check_version("1.7.0")
+  with pytest.raises(records.SchemaVersionError, match=r"2\.0\.0.*1\.x"):
+    records.check_version(b"2.0.0", "records in x.tfrecord")
+  with pytest.raises(records.SchemaVersionError, match="Malformed"):
+    records.check_version("v1")
+
+
+def test_validate_record_checks_lengths():
+  N, L = 2, 3
+  rec = {f.name: [0] * (records.expected_lengths(N, L)[f.name] or 0) for f in records.FEATURES}
+  rec["schema_version"] = [records.SCHEMA_VERSION.encode()]
+  records.validate_record(rec, N, L)
+  rec["answer_begin"] = [1]
+  with pytest.raises(ValueError, match="Ragged answer"):
+    records.validate_record(rec, N, L)
+  rec["answer_begin"] = []
+  rec["token_ids"] = [0] * 5
+  with pytest.raises(ValueError, match="token_ids"):
+    records.validate_record(rec, N, L)
+
+
+def _manifest(**counts):
+  m = {"schema_version": records.SCHEMA_VERSION, "tokenizer": {}, "config": {}, "shards": [],
+       "counts": {"input": 5, "written": 3, "skipped": 1, "rejected": 1},
+       "rejected_by_reason": {"parse/x": 1}, "skipped_by_reason": {"dedup/y": 1}}
+  m["counts"].update(counts)
+  return m
+
+
+def test_manifest_counts_must_reconcile():
+  assert manifest.loads(manifest.dumps(_manifest()))["counts"]["input"] == 5
+  with pytest.raises(manifest.ManifestError, match="reconcile"):
+    manifest.dumps(_manifest(input=6))
+  bad = _manifest()
+  bad["rejected_by_reason"] = {}
+  with pytest.raises(manifest.ManifestError, match="rejected_by_reason"):
+    manifest.dumps(bad)
+  old = _manifest()
+  old["schema_version"] = "0.9"
+  with pytest.raises(records.SchemaVersionError):
+    manifest.dumps(old)
