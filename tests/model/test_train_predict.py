@@ -1,0 +1,93 @@
+"""Decoding on hand-made logits, a few training steps, checkpoints and the prediction CLI."""
+
+import json
+import os
+
+import numpy as np
+
+from model import configs, decoding
+from schemas import records
+
+S, Q, C, P = (records.TOKEN_KIND_SPECIAL, records.TOKEN_KIND_QUESTION,
+              records.TOKEN_KIND_CONTEXT, records.TOKEN_KIND_PAD)
+
+
+def test_best_span_constraints():
+  kinds = np.array([S, Q, S, C, C, C, C, S, P])
+  begin = np.array([99, 98, 0, -20, 5, 0, 0, 97, 0], np.float32)
+  end = np.array([99, 98, 0, 9, 0, 1, 3, 97, 0], np.float32)
+  # Best unconstrained context pair would be begin 4 / end 3 (end < begin): not allowed.
+  assert decoding.best_span(begin, end, kinds) == (5.0 + 3.0, 4, 6)
+  assert decoding.best_span(begin, end, kinds, max_answer_tokens=2) == (5.0 + 1.0, 4, 5)
+  assert decoding.best_span(begin, end, np.full(9, S)) is None
+
+
+def _features(question_ids, doc_ids, kinds, cb, ce, ccb, cce):
+  n = len(question_ids)
+  return {"segment_mask": np.ones(n, np.int32), "document_index": np.arange(n),
+          "question_id": [q.encode() for q in question_ids],
+          "document_id": [d.encode() for d in doc_ids], "token_kind": np.array(kinds),
+          "char_begin": np.array(cb), "char_end": np.array(ce),
+          "context_char_begin": np.array(ccb), "context_char_end": np.array(cce)}
+
+
+def test_decoder_maps_offsets_and_answer_types():
+  text = "Alpha beta. Gamma delta epsilon."
+  docs = {
+      "d1": {"document_id": "d1", "text": text, "paragraphs": [
+          {"title": "A", "begin": 0, "end": 11, "sentences": [[0, 11]]},
+          {"title": "G", "begin": 12, "end": 32, "sentences": [[12, 23], [24, 32]]}]},
+      "d2": {"document_id": "d2", "text": "yes text", "paragraphs": []},
+  }
+  kinds = [[S, C, C, S], [S, C, C, C], [S, C, S, P]]
+  cb = [[-1, 0, 6, -1], [-1, 12, 18, 24], [-1, 0, -1, -1]]
+  ce = [[-1, 5, 11, -1], [-1, 17, 23, 32], [-1, 3, -1, -1]]
+  f = _features(["q1", "q1", "q2"], ["d1", "d1", "d2"], kinds, cb, ce, [0, 12, 0], [11, 32, 3])
+  begin = np.array([[0, 1, 0, 0], [0, 4, 2, 0], [0, 9, 0, 0]], np.float32)
+  end = np.array([[0, 0, 1, 0], [0, 0, 4, 3], [0, 9, 0, 0]], np.float32)
+  out = {"begin_logits": begin, "end_logits": end,
+         "answer_type_logits": np.array([[2, 0, 0], [1, 0, 0], [0, 0, 5.0]]),
+         "supporting_logits": np.array([-3.0, 2.0, 0.0])}
+  dec = decoding.Decoder(docs)
+  dec.add_pack(f, out)
+  preds = dec.predictions()
+  # Best span: segment 1, begin token 1 (4) + end token 2 (4) -> chars 12..23.
+  assert preds["answer"]["q1"] == "Gamma delta" == text[12:23]
+  assert preds["answer"]["q2"] == "no"
+  assert preds["sp"]["q1"] == [["G", 0], ["G", 1]]
+  assert preds["sp"]["q2"] == []
+
+
+def test_train_reduces_loss_and_predict(tmp_path, capsys):
+  from tests.model import packs
+  from model import predict, train
+  records_dir = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
+  model_dir = str(tmp_path / "model")
+  mc = train.config_from_manifest(records_dir, "tiny")
+  tc = configs.TrainConfig(learning_rate=3e-3, steps=25, seed=0, checkpoint_every=10)
+  logged = []
+  summary = train.train(records_dir, model_dir, mc, tc, log_fn=logged.append)
+  assert summary["steps"] == 25 and len(logged) == 25
+  assert summary["last_loss"] < 0.6 * summary["first_loss"], summary
+  assert all(np.isfinite(summary["losses"]))
+  assert os.path.exists(os.path.join(model_dir, "config.json"))
+  assert os.path.exists(summary["checkpoint"] + ".index")
+  assert os.listdir(os.path.join(model_dir, "tb"))
+  assert configs.load_configs(model_dir) == (mc, tc)
+
+  out_path = str(tmp_path / "predictions.json")
+  assert predict.main(["--records_dir", records_dir, "--model_dir", model_dir,
+                       "--output", out_path]) == 0
+  preds = json.load(open(out_path))
+  assert sorted(preds["answer"]) == ["q0_0", "q0_1", "q1_0", "q1_1"]
+  assert sorted(preds["sp"]) == sorted(preds["answer"])
+  texts = {d["document_id"]: d["text"] for d in
+           decoding.load_documents(records_dir).values()}
+  for qid, ans in preds["answer"].items():
+    k, d = qid[1:].split("_")
+    assert ans in ("yes", "no") or ans in texts[f"doc{k}_{d}"]
+
+  # Resuming continues from the checkpoint instead of starting over.
+  tc2 = configs.TrainConfig(learning_rate=3e-3, steps=27, seed=0)
+  summary2 = train.train(records_dir, model_dir, mc, tc2, log_fn=lambda d: None)
+  assert summary2["steps"] == 27 and len(summary2["losses"]) == 2
