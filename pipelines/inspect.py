@@ -8,10 +8,10 @@ For every record (one pack of N segments x L tokens, see ``schemas/records.py``)
 id and, segment by segment (padding segments are skipped and counted), the labels
 (``document_id``, ``question_id``, sub-document, segment position, question length, answer type,
 supporting flag) and the tokens decoded back to text: the question prefix as ``[Q: ...]``, answer
-spans as ``⟦ANS#k ...⟧`` (``k`` = index of the span in the pack's answer lists) and entity mentions
-as ``⟦ENT id ...⟧``.  Each answer span is also listed with its token range and decoded text.
-Text is decoded one contiguous run of tokens at a time (never token by token), so characters
-split over several byte-level tokens render correctly.
+spans as ``⟦ANS#k ...⟧`` (``k`` = index of the span in the pack's answer lists) and entity
+mentions as ``⟦ENT id ...⟧``.  Each answer span is also listed with its token range and decoded
+text.  Text is decoded one contiguous run of tokens at a time (never token by token), so
+characters split over several byte-level tokens render correctly.
 
 ``N``, ``L`` and the tokenizer come from ``manifest.json`` next to the records when present; the
 tokenizer built here must have the manifest's fingerprint.  Without a manifest, N is
@@ -155,7 +155,8 @@ def build_tokenizer(manifest: Optional[Dict[str, Any]] = None, vocab_file: Optio
   With ``vocab_file``/``merges_file`` those files are used; otherwise the packaged GPT-2 BPE,
   which is only accepted when there is no manifest or its tokenizer name says gpt2.
   """
-  from pipelines.text.tokenizer import Tokenizer, TokenizerSpec  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from pipelines.text.tokenizer import Tokenizer, TokenizerSpec
 
   described = (manifest or {}).get("tokenizer", {})
   if vocab_file or merges_file:
@@ -196,7 +197,8 @@ def record_layout(record: Dict, manifest: Optional[Dict[str, Any]] = None) -> La
   layout = Layout(n, total // n)
   if manifest is not None:
     cfg = manifest.get("config", {})
-    want = Layout(int(cfg.get("segments_per_pack", n)), int(cfg.get("seq_length", layout.seq_length)))
+    want = Layout(int(cfg.get("segments_per_pack", n)),
+                  int(cfg.get("seq_length", layout.seq_length)))
     if want != layout:
       raise InspectError(f"{where}: record shape N={layout.segments_per_pack}, "
                          f"L={layout.seq_length} differs from the manifest's N="
@@ -419,13 +421,21 @@ def summarize(records: Sequence[Dict], manifest: Optional[Dict[str, Any]] = None
 
 def _text_body(events: Sequence[Tuple]) -> str:
   parts = []
+  space_after_question = False
   for ev in events:
     if ev[0] == "text":
       if ev[2] != records_schema.TOKEN_KIND_SPECIAL:  # CLS/SEP are implied by the layout
+        if space_after_question and not ev[1][:1].isspace():
+          parts.append(" ")
+        space_after_question = False
         parts.append(ev[1])
     elif ev[1].kind == "question":
-      parts.append("[Q: " if ev[0] == "open" else "] ")
+      parts.append("[Q: " if ev[0] == "open" else "]")
+      space_after_question = ev[0] == "close"
     else:
+      if space_after_question and ev[0] == "open":
+        parts.append(" ")
+        space_after_question = False
       parts.append(f"⟦{ev[1].label} " if ev[0] == "open" else "⟧")
   return "".join(parts).rstrip()
 
@@ -449,7 +459,8 @@ def render_text(records: Sequence[Dict], tokenizer, manifest: Optional[Dict[str,
   for record in records:
     pack = build_pack(record, tokenizer, manifest, max_segments)
     lines.append("")
-    lines.append(f"=== pack {pack.pack_id}  ({pack.file} record {pack.index}; "
+    where = f"{pack.file} record {pack.index}" if pack.file else f"record {pack.index}"
+    lines.append(f"=== pack {pack.pack_id}  ({where}; "
                  f"N={pack.layout.segments_per_pack} L={pack.layout.seq_length}; "
                  f"{len(pack.segments) + pack.hidden_segments} real segments, "
                  f"{pack.padding_segments} padding segments not shown)")
@@ -460,7 +471,8 @@ def render_text(records: Sequence[Dict], tokenizer, manifest: Optional[Dict[str,
       lines.append(f"--- segment {seg.position}  {labels}  tokens={seg.num_tokens}")
       lines.append(_text_body(seg.events))
       for sp, text in seg.answers:
-        lines.append(f"    {sp.label} tokens [{sp.begin}, {sp.end}]: {json.dumps(text, ensure_ascii=False)}")
+        quoted = json.dumps(text, ensure_ascii=False)
+        lines.append(f"    {sp.label} tokens [{sp.begin}, {sp.end}]: {quoted}")
       for problem in seg.problems:
         lines.append(f"    !! {problem}")
     if pack.hidden_segments:
