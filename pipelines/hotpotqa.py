@@ -35,8 +35,8 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
           header: Dict) -> beam.PCollection:
   """Adds the HotpotQA job to ``p``; returns the PCollection holding the manifest."""
   raw = p | "ReadJson" >> read.ReadJsonRecords(paths)
-  parsed = (raw.records | "Reshuffle" >> beam.Reshuffle()
-            | "ParseHotpotQA" >> ParseRecords(reader.parse_record, "readtwice.hotpotqa"))
+  parsed = raw.records | "ParseHotpotQA" >> ParseRecords(reader.parse_record,
+                                                         "readtwice.hotpotqa")
   dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER])
           | "FlattenReadParseDeadLetters" >> beam.Flatten())
   return {"documents": parsed.documents, "dead_letters": dead, "stats": parsed[STATS],

@@ -16,6 +16,10 @@ Feature kinds:
 Every span (answer, entity mention) is ``(segment, begin, end)`` with ``begin``/``end`` *inclusive*
 token indices into that segment (question prefix included in the indexing).
 
+Sub-documents (a document longer than ``max_segments_per_document`` segments) are separate
+documents for the model (their own ``document_index``, no shared memories), but their char
+offsets still index the full source document's text, so predictions map back to it.
+
 Pure Python: no TensorFlow, no Beam.
 """
 

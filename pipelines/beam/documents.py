@@ -128,12 +128,17 @@ class TokenizeAndSegmentFn(beam.DoFn):
   ``encode_batch`` call (parallel threads in the Rust tokenizer).
   """
 
-  def __init__(self, config: RecordsConfig):
+  def __init__(self, config: RecordsConfig, fingerprint: Optional[str] = None):
     self._config = config
+    self._fingerprint = fingerprint
     self._tokenizer: Optional[Tokenizer] = None
 
   def setup(self):
     self._tokenizer = Tokenizer(self._config.tokenizer)
+    if self._fingerprint and self._tokenizer.fingerprint != self._fingerprint:
+      raise RuntimeError(
+          f"Worker tokenizer {self._tokenizer.fingerprint} differs from the one the job was "
+          f"launched with ({self._fingerprint}): the vocabulary files changed mid-job.")
     self._ok = Metrics.counter("readtwice.segment", "documents")
     self._rejected = Metrics.counter("readtwice.segment", "rejected")
     self._segments = Metrics.counter("readtwice.segment", "segments")
@@ -180,14 +185,16 @@ class TokenizeAndSegment(beam.PTransform):
   """Documents -> ``(key, SubDocument)``; outputs ``documents`` (side lines), ``stats``,
   ``dead_letter``."""
 
-  def __init__(self, config: RecordsConfig):
+  def __init__(self, config: RecordsConfig, fingerprint: Optional[str] = None):
     super().__init__()
     self._config = config
+    self._fingerprint = fingerprint
 
   def expand(self, docs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
     n = self._config.batch_size
+    fn = TokenizeAndSegmentFn(self._config, self._fingerprint)
     return (docs | "Batch" >> beam.BatchElements(min_batch_size=n, max_batch_size=n)
-            | "Segment" >> beam.ParDo(TokenizeAndSegmentFn(self._config)).with_outputs(
+            | "Segment" >> beam.ParDo(fn).with_outputs(
                 DEAD_LETTER, STATS, SIDE, main="sub_documents"))
 
 
@@ -279,6 +286,8 @@ class DocumentsToRecords(beam.PTransform):
 
   Input: a dict with ``documents`` (Document), ``input_count`` (ints to sum: how many source
   records the job read), and optionally ``dead_letters`` and ``stats`` from earlier stages.
+  ``header`` holds the manifest's job, git revision, config and ``tokenizer`` description
+  (``Tokenizer.describe()``, whose fingerprint the workers check).
   Output: a PCollection holding the manifest dict once everything is written.
   """
 
@@ -295,14 +304,19 @@ class DocumentsToRecords(beam.PTransform):
     docs = inputs["documents"]
     stats = [inputs[k] for k in ("stats",) if k in inputs]
     dead = [inputs[k] for k in ("dead_letters",) if k in inputs]
+    # Either step redistributes documents over workers (a file read by one worker otherwise
+    # stays on it through the fused stages).
     if cfg.deduplicate:
       deduped = docs | "Deduplicate" >> DeduplicateDocuments()
       docs = deduped.documents
       stats.append(deduped[STATS])
-    seg = docs | "TokenizeAndSegment" >> TokenizeAndSegment(cfg)
+    else:
+      docs = docs | "Reshuffle" >> beam.Reshuffle()
+    tokenizer = self._header["tokenizer"]
+    seg = docs | "TokenizeAndSegment" >> TokenizeAndSegment(cfg, tokenizer["fingerprint"])
     stats.append(seg[STATS])
     dead.append(seg[DEAD_LETTER])
-    pad_id = Tokenizer(cfg.tokenizer).pad_id
+    pad_id = tokenizer["special_ids"]["pad"]
     total_stats = (tuple(stats) | "FlattenStats" >> beam.Flatten()
                    | "SumStats" >> beam.CombineGlobally(SumCounts()))
     num_shards = total_stats | "NumShards" >> beam.Map(

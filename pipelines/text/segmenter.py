@@ -56,7 +56,7 @@ class SegmenterConfig:
 
 @dataclasses.dataclass
 class SubDocument:
-  """Segments of one (sub-)document, ready to pack.  Arrays are int64."""
+  """Segments of one (sub-)document, ready to pack.  Token arrays are int32, others int64."""
   key: str  # sort/shard key: document id, question id and sub-document index
   document_id: str
   question_id: str
@@ -164,7 +164,8 @@ def segment_document(document_id: str, question_id: str, context: Encoded,
                        dtype=np.int64).reshape(-1, 2)
   W = len(windows)
 
-  tok = {name: np.zeros((W, L), dtype=np.int64) for name in TOKEN_FEATURES}
+  # int32 halves what travels between pipeline stages; records store int64 anyway.
+  tok = {name: np.zeros((W, L), dtype=np.int32) for name in TOKEN_FEATURES}
   tok["token_ids"][:] = special_ids["pad"]
   tok["char_begin"][:] = -1
   tok["char_end"][:] = -1

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.resources
+import itertools
 import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -22,9 +23,9 @@ import numpy as np
 
 SPECIAL_TOKENS = {"cls": "<s>", "sep": "</s>", "pad": "<pad>", "mask": "<mask>"}
 
-# Code points Python's str.isspace() accepts; used for vectorised word-start detection.
-_SPACE_CODEPOINTS = np.array(sorted(c for c in range(0x3000 + 1) if chr(c).isspace()),
-                             dtype=np.uint32)
+# Lookup table of the code points Python's str.isspace() accepts (all are <= U+3000); used
+# for vectorised word-start detection.
+_SPACE_TABLE = np.array([chr(c).isspace() for c in range(0x3000 + 1)], dtype=bool)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,8 +127,9 @@ class Encoded:
 
   @classmethod
   def build(cls, text: str, ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> "Encoded":
-    ids_a = np.asarray(ids, dtype=np.int64)
-    off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+    ids_a = np.fromiter(ids, dtype=np.int64, count=len(ids))
+    off = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int64,
+                      count=2 * len(offsets)).reshape(-1, 2)
     begins, ends = off[:, 0], off[:, 1]
     return cls(ids_a, begins, ends, word_starts(text, begins))
 
@@ -143,7 +145,9 @@ def word_starts(text: str, begins: np.ndarray) -> np.ndarray:
   if n == 0:
     return np.zeros(0, dtype=bool)
   cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-  is_space = np.isin(cps, _SPACE_CODEPOINTS)
+  is_space = np.zeros(len(cps), dtype=bool)
+  small = cps < len(_SPACE_TABLE)
+  is_space[small] = _SPACE_TABLE[cps[small]]
   is_space = np.concatenate([is_space, [True]])  # sentinel for offsets at len(text)
   prev_space = np.ones(n, dtype=bool)
   inner = begins > 0

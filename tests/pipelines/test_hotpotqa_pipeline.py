@@ -17,6 +17,7 @@ from pipelines.beam.documents import ParseRecords, RecordsConfig
 from pipelines.document import Document, Paragraph, Question
 from pipelines.readers import hotpotqa as reader
 from pipelines.text.segmenter import SegmenterConfig
+from pipelines.text.tokenizer import Tokenizer
 from tests.pipelines.helpers import hotpot_record, write_json
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "samples",
@@ -168,7 +169,8 @@ def test_parse_stage_exact_documents_and_dead_letters():
 def test_beam_counters(tmp_path):
   path = write_json(tmp_path / "in.json", good_records() + bad_records())
   p = beam.Pipeline(runner=FnApiRunner())
-  header = {"job": "test", "git_revision": "x", "tokenizer": {}, "config": {}}
+  header = {"job": "test", "git_revision": "x", "tokenizer": Tokenizer().describe(),
+            "config": {}}
   hotpotqa.build(p, [path], str(tmp_path / "out"), SMALL, header)
   result = p.run()
   result.wait_until_finish()
