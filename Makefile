@@ -1,0 +1,28 @@
+# `make demo` and `make test` set up everything they need on a fresh machine (Python 3.11):
+# a virtualenv in .venv with the pinned requirements and this package (editable).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test benchmark clean
+
+$(STAMP): requirements.txt setup.py
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip check
+	touch $(STAMP)
+
+demo: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m demo.run
+
+test: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q
+
+benchmark: $(STAMP)
+	$(PY) benchmarks/hotpotqa_throughput.py
+
+clean:
+	rm -rf demo_output
