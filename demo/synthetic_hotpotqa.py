@@ -11,6 +11,7 @@ in all, like the real dev set.  Deterministic for a given seed.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import random
 from typing import Dict, List
@@ -28,6 +29,26 @@ _FILLER = [
     "Historians still debate the origin of the name {x}.",
     "The population of {x} grew quickly after the harbour opened.",
 ]
+
+
+class ZipfWords:
+  """Pseudo-words with a Zipfian frequency distribution (like running text), so that BPE sees
+  a realistic mix of frequent (cached) and rare words; used for throughput benchmarks."""
+
+  def __init__(self, rng: random.Random, vocab_size: int = 30000, exponent: float = 1.1):
+    self.words = ["".join(rng.choice(_SYL) for _ in range(rng.randint(1, 4)))
+                  for _ in range(vocab_size)]
+    weights = [1.0 / (r + 1) ** exponent for r in range(vocab_size)]
+    total = sum(weights)
+    acc, self.cum = 0.0, []
+    for w in weights:
+      acc += w / total
+      self.cum.append(acc)
+
+  def sentence(self, rng: random.Random, n: int) -> str:
+    idx = [bisect.bisect_left(self.cum, rng.random()) for _ in range(n)]
+    words = [self.words[min(i, len(self.words) - 1)] for i in idx]
+    return " " + " ".join(words).capitalize() + "."
 
 
 def _name(rng: random.Random, parts: int) -> str:
@@ -51,8 +72,10 @@ def _town_paragraph(rng, town, country) -> List[str]:
   return sents
 
 
-def make_questions(num_questions: int, seed: int = 0) -> List[Dict]:
+def make_questions(num_questions: int, seed: int = 0, zipf_sentences: int = 0) -> List[Dict]:
+  """``zipf_sentences`` > 0 appends that many pseudo-word sentences to every paragraph."""
   rng = random.Random(seed)
+  zipf = ZipfWords(random.Random(seed + 1000)) if zipf_sentences else None
   countries = [_name(rng, 3) + "ia" for _ in range(12)]
   out = []
   for i in range(num_questions):
@@ -76,6 +99,10 @@ def make_questions(num_questions: int, seed: int = 0) -> List[Dict]:
       q = f"Are {people[0]} and {people[1]} both {jobs[0]}s?"
       answer = "yes" if jobs[0] == jobs[1] else "no"
       sp, qtype = [[people[0], 0], [people[1], 0]], "comparison"
+    if zipf:
+      for t in paras:
+        paras[t] = paras[t] + [zipf.sentence(rng, rng.randint(8, 25))
+                               for _ in range(zipf_sentences)]
     gold = [t for t, _ in sp]
     titles = gold + [t for t in paras if t not in gold]
     rng.shuffle(titles)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Sequence, Union
 
+import numpy as np
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _PACKAGE = "readtwice.tfexample"
@@ -65,26 +66,68 @@ Example = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"{_PACKAG
 Value = Union[Sequence[int], Sequence[bytes], Sequence[float]]
 
 
+def _varint(n: int) -> bytes:
+  out = bytearray()
+  while True:
+    b = n & 0x7F
+    n >>= 7
+    if n:
+      out.append(b | 0x80)
+    else:
+      out.append(b)
+      return bytes(out)
+
+
+def _field(tag: int, payload: bytes) -> bytes:
+  """A length-delimited field (wire type 2) with a one-byte tag."""
+  return bytes((tag,)) + _varint(len(payload)) + payload
+
+
+def _packed_varints(values) -> bytes:
+  """Protobuf varint encoding of an int64 sequence, vectorised with numpy (one pass over the
+  output bytes)."""
+  v = np.asarray(values, dtype=np.int64).reshape(-1).view(np.uint64)
+  if not v.size:
+    return b""
+  nbytes = np.ones(v.shape, dtype=np.int64)
+  for k in range(1, 10):
+    nbytes += v >= np.uint64(1 << (7 * k))
+  total = int(nbytes.sum())
+  if total == v.size:  # every value below 128: the bytes are the values
+    return v.astype(np.uint8).tobytes()
+  starts = np.cumsum(nbytes) - nbytes
+  k = np.arange(total, dtype=np.int64) - np.repeat(starts, nbytes)
+  out = ((np.repeat(v, nbytes) >> (7 * k).astype(np.uint64)) & np.uint64(0x7F)).astype(np.uint8)
+  out[k < np.repeat(nbytes, nbytes) - 1] |= 0x80
+  return out.tobytes()
+
+
+def _feature(values, dtype: str, name: str) -> bytes:
+  if dtype == "int64":
+    body = _packed_varints(values)
+    return _field(0x1A, _field(0x0A, body) if body else b"")
+  if dtype == "bytes":
+    return _field(0x0A, b"".join(
+        _field(0x0A, v.encode("utf-8") if isinstance(v, str) else bytes(v)) for v in values))
+  if dtype == "float":
+    body = np.asarray(values, dtype="<f4").reshape(-1).tobytes()
+    return _field(0x12, _field(0x0A, body) if body else b"")
+  raise ValueError(f"Unknown dtype {dtype!r} for feature {name!r}.")
+
+
 def encode_example(features: Mapping[str, Value], dtypes: Mapping[str, str]) -> bytes:
   """Serialises ``{name: values}``; ``dtypes[name]`` is 'int64', 'bytes' or 'float'.
 
-  Keys are written in sorted order, so equal inputs give byte-identical output.
+  Writes the wire format directly (numpy-vectorised varints: a pack holds ~10^5 ints), byte
+  for byte what ``Example.SerializeToString(deterministic=True)`` gives: map entries sorted by
+  key, packed repeated scalars.  Equal inputs give byte-identical output.
   """
-  ex = Example()
-  fmap = ex.features.feature
+  entries = []
   for name in sorted(features):
-    dtype = dtypes[name]
-    values = features[name]
-    if dtype == "int64":
-      fmap[name].int64_list.value.extend(values)
-    elif dtype == "bytes":
-      fmap[name].bytes_list.value.extend(
-          v.encode("utf-8") if isinstance(v, str) else v for v in values)
-    elif dtype == "float":
-      fmap[name].float_list.value.extend(values)
-    else:
-      raise ValueError(f"Unknown dtype {dtype!r} for feature {name!r}.")
-  return ex.SerializeToString(deterministic=True)
+    entry = _field(0x0A, name.encode("utf-8")) + _field(0x12, _feature(features[name],
+                                                                       dtypes[name], name))
+    entries.append(_field(0x0A, entry))
+  return _field(0x0A, b"".join(entries))
 
 
 def decode_example(data: bytes) -> Dict[str, List]:

@@ -124,9 +124,11 @@ class DeduplicateDocuments(beam.PTransform):
 class TokenizeAndSegmentFn(beam.DoFn):
   """Batch of Documents -> SubDocuments (+ side-file lines, stats, dead letters).
 
-  The tokenizer is built once per worker in ``setup``; a batch is tokenised with one
-  ``encode_batch`` call (parallel threads in the Rust tokenizer).
+  The tokenizer is built once per worker in ``setup``.  A batch is tokenised in chunks of
+  ``CHUNK`` documents with ``encode_batch`` (parallel threads in the Rust tokenizer), the next
+  chunk being tokenised while this one is segmented.
   """
+  CHUNK = 16
 
   def __init__(self, config: RecordsConfig, fingerprint: Optional[str] = None):
     self._config = config
@@ -144,41 +146,44 @@ class TokenizeAndSegmentFn(beam.DoFn):
     self._segments = Metrics.counter("readtwice.segment", "segments")
 
   def process(self, batch: List[Document]):
-    tok = self._tokenizer
-    texts = [d.text for d in batch] + [d.question.text for d in batch if d.question]
-    encoded = tok.encode_batch(texts)
-    q_iter = iter(encoded[len(batch):])
+    chunks = [batch[i:i + self.CHUNK] for i in range(0, len(batch), self.CHUNK)]
+    texts = ([d.text for d in c] + [d.question.text for d in c if d.question] for c in chunks)
     total: collections.Counter = collections.Counter()
-    for doc, ctx in zip(batch, encoded):
-      q = doc.question
-      q_enc = next(q_iter) if q else None
-      try:
-        spans: List[Tuple[int, int]] = []
-        if q is not None and q.answer_type == records.ANSWER_TYPE_SPAN:
-          spans, how = answers_lib.find_answer_spans(doc.text, q.answers)
-          total[f"segment/answers_{how}"] += 1
-        known = [p for p in doc.paragraphs if p.supporting is not None]
-        supporting = ([(p.begin, p.end) for p in doc.paragraphs if p.supporting]
-                      if known else None)
-        subs, stats = segment_document(
-            doc.id, q.id if q else "", ctx, q_enc, tok.special_ids, self._config.segmenter,
-            answer_char_spans=spans,
-            mentions=[(m.begin, m.end, m.entity_id) for m in doc.mentions],
-            answer_type=q.answer_type if q else records.ANSWER_TYPE_NONE,
-            supporting_ranges=supporting)
-      except Exception as e:  # pylint: disable=broad-except
-        self._rejected.inc()
-        yield beam.pvalue.TaggedOutput(DEAD_LETTER, _fail("segment", doc.source_id, e))
-        continue
-      total.update({f"segment/{k}": v for k, v in stats.items()})
-      self._ok.inc()
-      self._segments.inc(stats["segments"])
-      yield beam.pvalue.TaggedOutput(SIDE, (doc.id, json.dumps(doc.side_record(),
-                                                              ensure_ascii=False,
-                                                              sort_keys=True)))
-      for sub in subs:
-        yield (sub.key, sub)
+    for chunk, encoded in zip(chunks, self._tokenizer.encode_batches(texts)):
+      questions = iter(encoded[len(chunk):])
+      for doc, ctx in zip(chunk, encoded):
+        yield from self._segment(doc, ctx, next(questions) if doc.question else None, total)
     yield beam.pvalue.TaggedOutput(STATS, dict(total))
+
+  def _segment(self, doc: Document, ctx, q_enc, total: collections.Counter):
+    tok = self._tokenizer
+    q = doc.question
+    try:
+      spans: List[Tuple[int, int]] = []
+      if q is not None and q.answer_type == records.ANSWER_TYPE_SPAN:
+        spans, how = answers_lib.find_answer_spans(doc.text, q.answers)
+        total[f"segment/answers_{how}"] += 1
+      known = [p for p in doc.paragraphs if p.supporting is not None]
+      supporting = ([(p.begin, p.end) for p in doc.paragraphs if p.supporting]
+                    if known else None)
+      subs, stats = segment_document(
+          doc.id, q.id if q else "", ctx, q_enc, tok.special_ids, self._config.segmenter,
+          answer_char_spans=spans,
+          mentions=[(m.begin, m.end, m.entity_id) for m in doc.mentions],
+          answer_type=q.answer_type if q else records.ANSWER_TYPE_NONE,
+          supporting_ranges=supporting)
+    except Exception as e:  # pylint: disable=broad-except
+      self._rejected.inc()
+      yield beam.pvalue.TaggedOutput(DEAD_LETTER, _fail("segment", doc.source_id, e))
+      return
+    total.update({f"segment/{k}": v for k, v in stats.items()})
+    self._ok.inc()
+    self._segments.inc(stats["segments"])
+    yield beam.pvalue.TaggedOutput(SIDE, (doc.id, json.dumps(doc.side_record(),
+                                                            ensure_ascii=False,
+                                                            sort_keys=True)))
+    for sub in subs:
+      yield (sub.key, sub)
 
 
 class TokenizeAndSegment(beam.PTransform):

@@ -25,7 +25,8 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from schemas import example_proto, records
-from pipelines.text.segmenter import SEGMENT_FEATURES, TOKEN_FEATURES, SubDocument
+from pipelines.text.segmenter import (SEGMENT_FEATURES, TOKEN_FEATURES, SubDocument,
+                                      empty_token_features)
 
 DTYPES = {f.name: f.dtype for f in records.FEATURES}
 
@@ -58,12 +59,13 @@ def pack_features(docs: Sequence[SubDocument], segments_per_pack: int, seq_lengt
   if used > N:
     raise ValueError(f"pack {pack_id} needs {used} segments > {N}")
   pad = N - used
-  feats: Dict[str, np.ndarray | list] = {}
-  pad_token = {"token_ids": pad_id, "char_begin": -1, "char_end": -1}
+  feats: Dict[str, np.ndarray | list] = dict(empty_token_features(N, L, pad_id))
+  row = 0
+  for d in docs:
+    d.fill(feats, row)
+    row += d.num_segments
   for name in TOKEN_FEATURES:
-    parts = [d.tokens[name] for d in docs]
-    parts.append(np.full((pad, L), pad_token.get(name, 0), dtype=np.int64))
-    feats[name] = np.concatenate(parts, axis=0).reshape(-1)
+    feats[name] = feats[name].reshape(-1)
   pad_segment = {"answer_type": records.ANSWER_TYPE_NONE, "supporting": -1}
   for name in SEGMENT_FEATURES:
     parts = [d.segments[name] for d in docs]
@@ -96,8 +98,7 @@ def pack_features(docs: Sequence[SubDocument], segments_per_pack: int, seq_lengt
 
 
 def serialize_pack(feats: Dict[str, np.ndarray | list]) -> bytes:
-  return example_proto.encode_example(
-      {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in feats.items()}, DTYPES)
+  return example_proto.encode_example(feats, DTYPES)
 
 
 class PackEncoder:

@@ -56,20 +56,111 @@ class SegmenterConfig:
 
 @dataclasses.dataclass
 class SubDocument:
-  """Segments of one (sub-)document, ready to pack.  Token arrays are int32, others int64."""
+  """Segments of one (sub-)document, ready to pack, in a compact form.
+
+  It holds the context tokens its windows cover (once, not once per overlapping segment), the
+  question prefix and the windows; :meth:`fill` lays the segments out as ``[S, L]`` token
+  features directly into a pack.  This keeps what travels between pipeline stages ~4x
+  smaller than the laid-out segments.
+  """
   key: str  # sort/shard key: document id, question id and sub-document index
   document_id: str
   question_id: str
   sub_document_index: int
   num_sub_documents: int
-  tokens: Dict[str, np.ndarray]  # TOKEN_FEATURES -> [S, L]
+  seq_length: int
+  special: Tuple[int, int, int]  # cls, sep, pad ids
+  context: Dict[str, np.ndarray]  # ids/begins/ends (int32), word_start (int8): covered slice
+  question: Dict[str, np.ndarray]  # same keys, truncated question tokens
+  windows: np.ndarray  # [S, 2] half-open windows into ``context``
   segments: Dict[str, np.ndarray]  # SEGMENT_FEATURES -> [S]
   answers: np.ndarray  # [K, 3] (segment in this sub-document, begin, end), inclusive
   mentions: np.ndarray  # [M, 4] (segment, begin, end, entity_id), inclusive
 
   @property
   def num_segments(self) -> int:
-    return int(self.tokens["token_ids"].shape[0])
+    return int(self.windows.shape[0])
+
+  def fill(self, out: Dict[str, np.ndarray], row: int) -> None:
+    """Writes TOKEN_FEATURES of the segments into ``out[name][row:row + S]`` (``[N, L]``
+    arrays that already hold padding values)."""
+    S = self.num_segments
+    cls, sep, _ = self.special
+    q = len(self.question["ids"])
+    prefix = int(self.segments["question_length"][0])  # 1, or q + 2 with a question
+    rows = slice(row, row + S)
+    out["token_ids"][rows, 0] = cls
+    out["token_kind"][rows, 0] = records.TOKEN_KIND_SPECIAL
+    if prefix > 1:
+      qs = slice(1, 1 + q)
+      out["token_ids"][rows, qs] = self.question["ids"]
+      out["word_start"][rows, qs] = self.question["word_start"]
+      out["token_kind"][rows, qs] = records.TOKEN_KIND_QUESTION
+      out["char_begin"][rows, qs] = self.question["begins"]
+      out["char_end"][rows, qs] = self.question["ends"]
+      out["token_ids"][rows, prefix - 1] = sep
+      out["token_kind"][rows, prefix - 1] = records.TOKEN_KIND_SPECIAL
+    starts, ends = self.windows[:, 0], self.windows[:, 1]
+    lengths = ends - starts
+    total = int(lengths.sum())
+    first = np.cumsum(lengths) - lengths
+    within = np.arange(total) - np.repeat(first, lengths)
+    r = np.repeat(np.arange(row, row + S), lengths)
+    c = prefix + within
+    src = np.repeat(starts, lengths) + within
+    out["token_ids"][r, c] = self.context["ids"][src]
+    out["word_start"][r, c] = self.context["word_start"][src]
+    out["token_kind"][r, c] = records.TOKEN_KIND_CONTEXT
+    out["char_begin"][r, c] = self.context["begins"][src]
+    out["char_end"][r, c] = self.context["ends"][src]
+    sep_rows = np.arange(row, row + S)
+    out["token_ids"][sep_rows, prefix + lengths] = sep
+    out["token_kind"][sep_rows, prefix + lengths] = records.TOKEN_KIND_SPECIAL
+    out["input_mask"][rows] = (np.arange(self.seq_length)[None, :]
+                               < (prefix + lengths + 1)[:, None])
+
+  def __reduce__(self):
+    # Pickled between pipeline stages: one buffer for all arrays is several times faster than
+    # pickling ~20 small numpy arrays one by one.
+    groups = (self.context, self.question, self.segments)
+    arrays = [a for g in groups for a in g.values()] + [self.windows, self.answers,
+                                                         self.mentions]
+    meta = ([list(g) for g in groups], [(a.dtype.str, a.shape) for a in arrays])
+    blob = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
+    head = (self.key, self.document_id, self.question_id, self.sub_document_index,
+            self.num_sub_documents, self.seq_length, self.special)
+    return _rebuild_sub_document, (head, meta, blob)
+
+  @property
+  def tokens(self) -> Dict[str, np.ndarray]:
+    """The laid-out ``[S, L]`` token features (int64)."""
+    out = empty_token_features(self.num_segments, self.seq_length, self.special[2])
+    self.fill(out, 0)
+    return out
+
+
+def _rebuild_sub_document(head, meta, blob) -> SubDocument:
+  names, specs = meta
+  arrays, pos = [], 0
+  for dtype, shape in specs:
+    a = np.frombuffer(blob, dtype=dtype, count=int(np.prod(shape)), offset=pos).reshape(shape)
+    arrays.append(a)
+    pos += a.nbytes
+  it = iter(arrays)
+  context, question, segments = ({n: next(it) for n in group} for group in names)
+  windows, answers, mentions = next(it), next(it), next(it)
+  return SubDocument(*head, context=context, question=question, windows=windows,
+                     segments=segments, answers=answers, mentions=mentions)
+
+
+def empty_token_features(num_segments: int, seq_length: int, pad_id: int
+                         ) -> Dict[str, np.ndarray]:
+  """``[S, L]`` int64 token features holding only padding."""
+  out = {name: np.zeros((num_segments, seq_length), dtype=np.int64) for name in TOKEN_FEATURES}
+  out["token_ids"][:] = pad_id
+  out["char_begin"][:] = -1
+  out["char_end"][:] = -1
+  return out
 
 
 def sub_document_key(document_id: str, question_id: str, sub_index: int) -> str:
@@ -137,6 +228,15 @@ def _place_spans(token_spans: np.ndarray, windows: np.ndarray, prefix: int, name
   return rows.astype(np.int64), span_idx
 
 
+def _compact(enc: Optional[Encoded], lo: int, hi: int) -> Dict[str, np.ndarray]:
+  if enc is None:
+    z = np.zeros(0, dtype=np.int32)
+    return {"ids": z, "begins": z, "ends": z, "word_start": z.astype(np.int8)}
+  return {"ids": enc.ids[lo:hi].astype(np.int32), "begins": enc.begins[lo:hi].astype(np.int32),
+          "ends": enc.ends[lo:hi].astype(np.int32),
+          "word_start": enc.word_start[lo:hi].astype(np.int8)}
+
+
 def segment_document(document_id: str, question_id: str, context: Encoded,
                      question: Optional[Encoded], special_ids: Dict[str, int],
                      config: SegmenterConfig, answer_char_spans: Sequence[Tuple[int, int]] = (),
@@ -164,36 +264,9 @@ def segment_document(document_id: str, question_id: str, context: Encoded,
                        dtype=np.int64).reshape(-1, 2)
   W = len(windows)
 
-  # int32 halves what travels between pipeline stages; records store int64 anyway.
-  tok = {name: np.zeros((W, L), dtype=np.int32) for name in TOKEN_FEATURES}
-  tok["token_ids"][:] = special_ids["pad"]
-  tok["char_begin"][:] = -1
-  tok["char_end"][:] = -1
-  tok["token_ids"][:, 0] = special_ids["cls"]
-  tok["token_kind"][:, 0] = records.TOKEN_KIND_SPECIAL
-  if question is not None:
-    sl = slice(1, 1 + q_len)
-    tok["token_ids"][:, sl] = question.ids[:q_len]
-    tok["word_start"][:, sl] = question.word_start[:q_len]
-    tok["token_kind"][:, sl] = records.TOKEN_KIND_QUESTION
-    tok["char_begin"][:, sl] = question.begins[:q_len]
-    tok["char_end"][:, sl] = question.ends[:q_len]
-    tok["token_ids"][:, 1 + q_len] = special_ids["sep"]
-    tok["token_kind"][:, 1 + q_len] = records.TOKEN_KIND_SPECIAL
   seg = {name: np.zeros(W, dtype=np.int64) for name in SEGMENT_FEATURES}
-  for w, (s, e) in enumerate(windows):
-    k = e - s
-    sl = slice(prefix, prefix + k)
-    tok["token_ids"][w, sl] = context.ids[s:e]
-    tok["word_start"][w, sl] = context.word_start[s:e]
-    tok["token_kind"][w, sl] = records.TOKEN_KIND_CONTEXT
-    tok["char_begin"][w, sl] = context.begins[s:e]
-    tok["char_end"][w, sl] = context.ends[s:e]
-    tok["token_ids"][w, prefix + k] = special_ids["sep"]
-    tok["token_kind"][w, prefix + k] = records.TOKEN_KIND_SPECIAL
-    tok["input_mask"][w, :prefix + k + 1] = 1
-    seg["context_char_begin"][w] = context.begins[s]
-    seg["context_char_end"][w] = context.ends[e - 1]
+  seg["context_char_begin"] = context.begins[windows[:, 0]].astype(np.int64)
+  seg["context_char_end"] = context.ends[windows[:, 1] - 1].astype(np.int64)
   seg["question_length"][:] = prefix
   seg["answer_type"][:] = answer_type
   if supporting_ranges is None:
@@ -213,12 +286,15 @@ def segment_document(document_id: str, question_id: str, context: Encoded,
 
   max_s = config.max_segments_per_document
   num_sub = (W + max_s - 1) // max_s
+  special = (special_ids["cls"], special_ids["sep"], special_ids["pad"])
+  q_arrays = _compact(question, 0, q_len) if question is not None else _compact(None, 0, 0)
   subs = []
   for k in range(num_sub):
     lo, hi = k * max_s, min(W, (k + 1) * max_s)
     s_seg = {name: v[lo:hi].copy() for name, v in seg.items()}
     s_seg["segment_index"] = np.arange(hi - lo, dtype=np.int64)
     s_seg["num_segments"][:] = hi - lo
+    c0, c1 = int(windows[lo:hi, 0].min()), int(windows[lo:hi, 1].max())
 
     def local(rows):
       keep = (rows[:, 0] >= lo) & (rows[:, 0] < hi)
@@ -229,7 +305,8 @@ def segment_document(document_id: str, question_id: str, context: Encoded,
     subs.append(SubDocument(
         key=sub_document_key(document_id, question_id, k), document_id=document_id,
         question_id=question_id, sub_document_index=k, num_sub_documents=num_sub,
-        tokens={name: v[lo:hi] for name, v in tok.items()}, segments=s_seg,
+        seq_length=L, special=special, context=_compact(context, c0, c1),
+        question=q_arrays, windows=windows[lo:hi] - c0, segments=s_seg,
         answers=local(ans_rows), mentions=local(men_rows)))
   stats["documents"] += 1
   stats["sub_documents"] += num_sub

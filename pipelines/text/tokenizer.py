@@ -12,12 +12,13 @@ Python string (code point) offsets; ``trim_offsets`` makes them exclude the lead
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import hashlib
 import importlib.resources
 import itertools
 import json
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -62,6 +63,7 @@ class Tokenizer:
 
     vocab_bytes, merges_bytes, self.name = _load_files(spec)
     self.spec = spec
+    self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
     vocab = json.loads(vocab_bytes.decode("utf-8"))
     merges = []
     for line in merges_bytes.decode("utf-8").splitlines():
@@ -101,7 +103,27 @@ class Tokenizer:
 
   def encode_batch(self, texts: Sequence[str]) -> List["Encoded"]:
     """Tokenises texts (in parallel threads) without adding special tokens."""
-    encodings = self._tok.encode_batch(list(texts), add_special_tokens=False)
+    return self._build(texts, self._tok.encode_batch(list(texts), add_special_tokens=False))
+
+  def encode_batches(self, batches: Iterable[Sequence[str]]) -> Iterator[List["Encoded"]]:
+    """Like ``encode_batch`` per batch, but the Rust tokenizer (which releases the GIL) works
+    on batch k+1 in a background thread while the caller processes batch k."""
+    def raw(texts):
+      return self._tok.encode_batch(list(texts), add_special_tokens=False)
+
+    if self._pool is None:
+      self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tokenize")
+    it = iter(batches)
+    texts = next(it, None)
+    future = self._pool.submit(raw, texts) if texts is not None else None
+    while future is not None:
+      encodings = future.result()
+      current, texts = texts, next(it, None)
+      future = self._pool.submit(raw, texts) if texts is not None else None
+      yield self._build(current, encodings)
+
+  @staticmethod
+  def _build(texts: Sequence[str], encodings) -> List["Encoded"]:
     return [Encoded.build(text, enc.ids, enc.offsets) for text, enc in zip(texts, encodings)]
 
   def encode(self, text: str) -> "Encoded":

@@ -175,3 +175,27 @@ def test_supporting_flags_follow_paragraph_ranges():
   assert subs[0].segments["supporting"].tolist() == [0, 0, 1, 1]
   subs, _ = segment_document("d", "q", enc, None, SPECIAL, cfg, supporting_ranges=None)
   assert subs[0].segments["supporting"].tolist() == [-1] * 4
+
+
+def test_sub_document_pickles_to_an_equal_object():
+  import pickle
+  text = numbered_words(40)
+  q = word_encoding("who is w3")
+  cfg = SegmenterConfig(seq_length=16, overlap=4, max_segments_per_document=2,
+                        max_question_tokens=4)
+  subs, _ = segment_document("d", "q", word_encoding(text), q, SPECIAL, cfg,
+                             answer_char_spans=[char_span(text, "w30")],
+                             mentions=[(*char_span(text, "w2"), 2**40)],
+                             answer_type=records.ANSWER_TYPE_SPAN)
+  assert len(subs) > 1
+  for sub in subs:
+    back = pickle.loads(pickle.dumps(sub))
+    assert (back.key, back.sub_document_index, back.num_sub_documents, back.special) == (
+        sub.key, sub.sub_document_index, sub.num_sub_documents, sub.special)
+    for name in sub.tokens:
+      np.testing.assert_array_equal(back.tokens[name], sub.tokens[name])
+    for name in sub.segments:
+      np.testing.assert_array_equal(back.segments[name], sub.segments[name])
+    np.testing.assert_array_equal(back.answers, sub.answers)
+    np.testing.assert_array_equal(back.mentions, sub.mentions)
+  assert subs[0].mentions[0, 3] == 2**40

@@ -70,3 +70,34 @@ def test_manifest_counts_must_reconcile():
   old["schema_version"] = "0.9"
   with pytest.raises(records.SchemaVersionError):
     manifest.dumps(old)
+
+
+def _protobuf_reference(feats, dtypes):
+  ex = example_proto.Example()
+  for name, values in feats.items():
+    f = ex.features.feature[name]
+    kind = {"int64": f.int64_list, "bytes": f.bytes_list, "float": f.float_list}[dtypes[name]]
+    kind.value.extend(values)
+    if not values:
+      kind.SetInParent()
+  return ex.SerializeToString(deterministic=True)
+
+
+def test_fast_encoder_equals_protobuf_serialisation():
+  import random
+  rng = random.Random(0)
+  edge = [0, 1, -1, 127, 128, 16383, 16384, 2**31 - 1, -2**31, 2**63 - 1, -2**63, 300, -300]
+  for trial in range(50):
+    feats, dtypes = {}, {}
+    for i in range(rng.randint(1, 6)):
+      name = f"f{rng.randint(0, 99)}_é"
+      dtype = rng.choice(["int64", "bytes", "float"])
+      n = rng.choice([0, 1, 3, 200])
+      if dtype == "int64":
+        values = [rng.choice(edge + [rng.randint(-2**40, 2**40)]) for _ in range(n)]
+      elif dtype == "bytes":
+        values = [bytes(rng.randrange(256) for _ in range(rng.randint(0, 300))) for _ in range(n)]
+      else:
+        values = [float(rng.randint(-1000, 1000)) / 8 for _ in range(n)]
+      feats[name], dtypes[name] = values, dtype
+    assert example_proto.encode_example(feats, dtypes) == _protobuf_reference(feats, dtypes)
