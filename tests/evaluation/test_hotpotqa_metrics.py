@@ -1,7 +1,6 @@
 """Tests for the HotpotQA metrics and the `model.evaluate` CLI."""
 
 import copy
-import importlib.util
 import json
 import math
 import os
@@ -17,19 +16,8 @@ import pytest
 from . import official_hotpot_reference as reference
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-_HOTPOTQA_PATH = REPO_ROOT / 'model' / 'evaluation' / 'hotpotqa.py'
 
-try:
-  from model.evaluation import hotpotqa
-except ImportError:
-  # pytest's default 'prepend' import mode puts tests/ first on sys.path
-  # (tests/evaluation is a package, tests/ is not), so the tests/model
-  # package can shadow the repository's `model` package. hotpotqa.py has no
-  # package-relative imports, so load it straight from its file instead.
-  _spec = importlib.util.spec_from_file_location(
-      'readtwice_model_evaluation_hotpotqa', _HOTPOTQA_PATH)
-  hotpotqa = importlib.util.module_from_spec(_spec)
-  _spec.loader.exec_module(hotpotqa)
+from model.evaluation import hotpotqa
 SAMPLE_PATH = (REPO_ROOT.parent / 'shared' / 'samples' / 'hotpotqa' /
                'hotpot_dev_distractor_v1.head20.json')
 

@@ -6,7 +6,6 @@ cases; METEOR is checked against pycocoevalcap's `Meteor` output, with a
 single JVM for the whole module.
 """
 
-import importlib.util
 import math
 import os
 import pathlib
@@ -19,19 +18,9 @@ from typing import Dict, List
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-_MODULE_PATH = REPO_ROOT / 'model' / 'evaluation' / 'narrativeqa.py'
 SAMPLE_QAPS = REPO_ROOT / '..' / 'shared' / 'samples' / 'narrativeqa' / 'qaps.csv'
 
-try:
-  from model.evaluation import narrativeqa as nqa
-except ImportError:
-  # tests/model can shadow the repository's `model` package under pytest's
-  # 'prepend' import mode; narrativeqa.py has no package-relative imports.
-  _spec = importlib.util.spec_from_file_location(
-      'readtwice_model_evaluation_narrativeqa', _MODULE_PATH)
-  nqa = importlib.util.module_from_spec(_spec)
-  sys.modules[_spec.name] = nqa
-  _spec.loader.exec_module(nqa)
+from model.evaluation import narrativeqa as nqa
 
 try:
   from pycocoevalcap.bleu.bleu import Bleu
