@@ -29,6 +29,8 @@ import re
 import string
 from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 
+from model.evaluation import common
+
 METRIC_KEYS: Tuple[str, ...] = (
     'em', 'f1', 'prec', 'recall',
     'sp_em', 'sp_f1', 'sp_prec', 'sp_recall',
@@ -199,15 +201,7 @@ def check_gold(gold: Any, source: str = 'gold') -> None:
   """
   expected = ('expected the official HotpotQA JSON list of objects with '
               '"_id", "answer" and "supporting_facts"')
-  if not isinstance(gold, list):
-    raise ValueError(f'{source}: top level is {type(gold).__name__}; '
-                     f'{expected}')
-  if not gold:
-    raise ValueError(f'{source}: no gold questions; {expected}')
-  for i, example in enumerate(gold):
-    if not isinstance(example, Mapping):
-      raise ValueError(f'{source}: item {i} is {type(example).__name__}; '
-                       f'{expected}')
+  for i, example in common.iter_gold_items(gold, source, expected):
     for key in ('_id', 'answer', 'supporting_facts'):
       if key not in example:
         raise ValueError(f'{source}: item {i} lacks "{key}"; {expected}')

@@ -69,6 +69,8 @@ import re
 import shutil
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from model.evaluation import common
+
 GOLD_COLUMNS: Tuple[str, ...] = (
     'document_id', 'set', 'question', 'answer1', 'answer2',
     'question_tokenized', 'answer1_tokenized', 'answer2_tokenized',
@@ -348,15 +350,7 @@ def check_gold(gold: Any, source: str = 'gold') -> None:
       column of `GOLD_COLUMNS` as a string (a short CSV row has None there).
   """
   expected = f'expected NarrativeQA qaps.csv rows with {list(GOLD_COLUMNS)}'
-  if not isinstance(gold, list):
-    raise ValueError(f'{source}: top level is {type(gold).__name__}; '
-                     f'{expected}')
-  if not gold:
-    raise ValueError(f'{source}: no gold questions; {expected}')
-  for i, row in enumerate(gold):
-    if not isinstance(row, Mapping):
-      raise ValueError(f'{source}: row {i} is {type(row).__name__}; '
-                       f'{expected}')
+  for i, row in common.iter_gold_items(gold, source, expected, item='row'):
     for column in GOLD_COLUMNS:
       if not isinstance(row.get(column), str):
         raise ValueError(f'{source}: row {i} lacks column "{column}" '
@@ -373,14 +367,9 @@ def check_predictions(prediction: Any, source: str = 'predictions') -> None:
   Raises:
     ValueError: If it is not an object mapping strings to strings.
   """
-  expected = 'expected a JSON object {"<document_id>: <question>": answer}'
-  if not isinstance(prediction, Mapping):
-    raise ValueError(f'{source}: top level is {type(prediction).__name__}; '
-                     f'{expected}')
-  for key, answer in prediction.items():
-    if not isinstance(answer, str):
-      raise ValueError(f'{source}: answer for {key!r} is '
-                       f'{type(answer).__name__}, expected a string')
+  common.check_answer_map(
+      prediction, source,
+      'expected a JSON object {"<document_id>: <question>": answer}')
 
 
 # ---------------------------------------------------------------- evaluate

@@ -56,6 +56,8 @@ import re
 import string
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
+from model.evaluation import common
+
 METRIC_KEYS: Tuple[str, ...] = ('exact_match', 'f1')
 COUNT_KEYS: Tuple[str, ...] = ('n_gold', 'n_answered', 'n_missing',
                                'n_ignored')
@@ -228,14 +230,7 @@ def check_predictions(predictions: Any, source: str = 'predictions') -> None:
   expected = ('expected a JSON object {key: answer_string} with key = '
               'QuestionId (Wikipedia) or "QuestionId--Filename" (Web / '
               'per-document)')
-  if not isinstance(predictions, Mapping):
-    raise ValueError(f'{source}: top level is {type(predictions).__name__}; '
-                     f'{expected}')
-  for key, answer in predictions.items():
-    if not isinstance(answer, str):
-      raise ValueError(f'{source}: answer for {key!r} is '
-                       f'{type(answer).__name__}, expected a string; '
-                       f'{expected}')
+  common.check_answer_map(predictions, source, expected)
 
 
 def check_gold(gold: Any, source: str = 'gold') -> None:
