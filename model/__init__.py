@@ -8,7 +8,8 @@ Layering (Model Garden style):
 * :mod:`model.readtwice` -- the ReadTwice Keras model (BERT_1 -> memories -> BERT_2 -> heads).
 * :mod:`model.losses`    -- OR-loss over documents, answer-type and supporting-fact losses.
 * :mod:`model.train`     -- trainer (CLI + ``train()`` API).
-* :mod:`model.decoding`, :mod:`model.predict` -- span decoding to HotpotQA predictions.
+* :mod:`model.decoding`, :mod:`model.predict` -- span decoding to HotpotQA / TriviaQA /
+  NarrativeQA predictions.
 
 Importing this package does not import TensorFlow.
 """

@@ -1,13 +1,42 @@
-"""Span decoding to HotpotQA predictions (pure Python + NumPy; no TensorFlow).
+"""Span decoding to each dataset's official prediction format (pure Python + NumPy; no TF).
 
-Per segment, the best span is searched over the top-k begin x top-k end context tokens with
-``begin <= end`` and ``end - begin < max_answer_tokens``; score = begin logit + end logit.  Per
-question (``question_id``, across segments, sub-documents and packs) the best-scoring span wins.
-The answer-type head (mean of the question's segment logits) decides span / "yes" / "no".  A span
-maps to text as ``text[char_begin[begin]:char_end[end]]`` of the document in the side file.
+Candidates
+  Per segment, every pair of the top-k begin x top-k end *context* tokens with ``begin <= end``
+  and ``end - begin < max_answer_tokens`` is a candidate (:func:`span_candidates`); its score is
+  ``begin logit + end logit``.  A candidate maps to ``(document_id, char_begin, char_end)``
+  through the token char offsets of the records (``char_begin[begin]``, ``char_end[end]``) and to
+  its text as ``text[char_begin:char_end]`` of that document in the side file
+  (:mod:`schemas.documents`).  Texts are sliced from the original string, never detokenised, so
+  whitespace, casing and unicode survive exactly.  Sub-documents' offsets index the full source
+  document, so their candidates map the same way.
 
-Supporting facts: all sentences of the paragraphs overlapping (in chars) the context of a
-segment whose supporting probability exceeds ``sp_threshold``.
+Aggregation per question (``question_id``, across segments, sub-documents and packs)
+  * ``reduction="max"``: the single best-scoring candidate wins (first seen on ties).
+  * ``reduction="sum"``: candidates are grouped by their answer text normalised with
+    :func:`normalize_answer_text` (lower-case, whitespace runs collapsed to one space,
+    surrounding punctuation and whitespace stripped); a group's score is the logsumexp of its
+    candidates' scores (so an answer found in several places accumulates evidence), and the
+    winning group answers with its best-scoring surface string (the original text of its best
+    candidate, not the normalised key).
+  The same reduction is also kept per ``(question_id, document_id)`` for per-document formats
+  (TriviaQA web / per-document evaluation).
+
+HotpotQA answer type
+  The answer-type head's logits are averaged over the question's segments; argmax decides span /
+  "yes" / "no".  Only :func:`hotpotqa_predictions` uses it; TriviaQA and NarrativeQA answers are
+  always spans.
+
+HotpotQA supporting facts
+  The model has a *per-segment* supporting head, so facts are predicted at paragraph level:
+  a paragraph is supporting when it overlaps (in chars) the context of a segment whose supporting
+  probability exceeds ``sp_threshold``, and then ALL of its sentences are predicted.  Hook for a
+  sentence-level head: pass ``supporting_evidence_fn`` returning ``(char_begin, char_end,
+  probability)`` ranges per segment (e.g. one per sentence) and ``sp_granularity="sentence"``, so
+  only the sentences overlapping a range above the threshold are predicted
+  (:func:`supporting_facts`).
+
+Output formats: :func:`hotpotqa_predictions`, :func:`triviaqa_predictions`,
+:func:`narrativeqa_predictions` (dispatch: :func:`task_predictions`).
 """
 
 from __future__ import annotations
@@ -15,120 +44,348 @@ from __future__ import annotations
 import dataclasses
 import glob
 import json
+import math
 import os
-from typing import Dict, List, Mapping, Optional, Tuple
+import unicodedata
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from model.evaluation import narrativeqa
 from schemas import documents as documents_lib
 from schemas import records
 
 ANSWER_TYPE_TEXT = {records.ANSWER_TYPE_YES: "yes", records.ANSWER_TYPE_NO: "no"}
+REDUCTIONS = ("max", "sum")
+TASKS = ("hotpotqa", "triviaqa", "narrativeqa")
+SP_GRANULARITIES = ("paragraph", "sentence")
+
+# (char_begin, char_end, probability) ranges of one segment's supporting evidence.
+SupportingEvidenceFn = Callable[[Mapping[str, np.ndarray], Mapping[str, np.ndarray], int],
+                                List[Tuple[int, int, float]]]
 
 
 def _str(x) -> str:
   return x.decode("utf-8") if isinstance(x, bytes) else str(x)
 
 
-def best_span(begin_logits: np.ndarray, end_logits: np.ndarray, token_kind: np.ndarray,
-              top_k: int = 20, max_answer_tokens: int = 30) -> Optional[Tuple[float, int, int]]:
-  """Best ``(score, begin, end)`` in one segment (``[L]`` arrays), or None without context."""
-  context = np.flatnonzero(np.asarray(token_kind) == records.TOKEN_KIND_CONTEXT)
-  if context.size == 0:
-    return None
-  b_logits = np.asarray(begin_logits, np.float64)[context]
-  e_logits = np.asarray(end_logits, np.float64)[context]
-  k = min(top_k, context.size)
-  b_top = context[np.argsort(-b_logits, kind="stable")[:k]]
-  e_top = context[np.argsort(-e_logits, kind="stable")[:k]]
-  best = None
-  for b in b_top:
-    for e in e_top:
-      if b <= e and e - b < max_answer_tokens:
-        score = float(begin_logits[b]) + float(end_logits[e])
-        if best is None or score > best[0]:
-          best = (score, int(b), int(e))
-  return best
-
-
 def sigmoid(x):
   return 1.0 / (1.0 + np.exp(-np.asarray(x, np.float64)))
 
 
+def _logaddexp(a: float, b: float) -> float:
+  """``log(exp(a) + exp(b))`` without overflow."""
+  if a == -math.inf:
+    return b
+  if b == -math.inf:
+    return a
+  hi, lo = (a, b) if a >= b else (b, a)
+  return hi + math.log1p(math.exp(lo - hi))
+
+
+def normalize_answer_text(text: str) -> str:
+  """Grouping key of the ``sum`` reduction.
+
+  Lower-cases, collapses every whitespace run to one space and strips surrounding punctuation
+  (any Unicode ``P*`` category character) and whitespace, repeatedly, from both ends: ``" The
+  Beatles."``, ``"the  beatles"`` and ``"(The Beatles)"`` all become ``"the beatles"``.  Inner
+  punctuation is kept (``"o'neil"`` stays distinct from ``"o neil"``).
+  """
+  text = " ".join(text.lower().split())
+  strip = lambda ch: ch.isspace() or unicodedata.category(ch).startswith("P")
+  b, e = 0, len(text)
+  while b < e and strip(text[b]):
+    b += 1
+  while e > b and strip(text[e - 1]):
+    e -= 1
+  return text[b:e]
+
+
+def span_candidates(begin_logits: np.ndarray, end_logits: np.ndarray, token_kind: np.ndarray,
+                    top_k: int = 20, max_answer_tokens: int = 30
+                    ) -> List[Tuple[float, int, int]]:
+  """All valid ``(score, begin, end)`` of one segment (``[L]`` arrays), best first.
+
+  Pairs of the top-k begin x top-k end context tokens with ``begin <= end`` and
+  ``end - begin < max_answer_tokens``; ``score = begin_logits[begin] + end_logits[end]``.  Ties
+  keep (begin rank, end rank) order.  Empty without context tokens.
+  """
+  context = np.flatnonzero(np.asarray(token_kind) == records.TOKEN_KIND_CONTEXT)
+  if context.size == 0:
+    return []
+  begin_logits = np.asarray(begin_logits, np.float64)
+  end_logits = np.asarray(end_logits, np.float64)
+  k = min(top_k, context.size)
+  b_top = context[np.argsort(-begin_logits[context], kind="stable")[:k]]
+  e_top = context[np.argsort(-end_logits[context], kind="stable")[:k]]
+  b, e = np.meshgrid(b_top, e_top, indexing="ij")
+  b, e = b.reshape(-1), e.reshape(-1)
+  valid = (b <= e) & (e - b < max_answer_tokens)
+  b, e = b[valid], e[valid]
+  scores = begin_logits[b] + end_logits[e]
+  order = np.argsort(-scores, kind="stable")
+  return [(float(scores[i]), int(b[i]), int(e[i])) for i in order]
+
+
+def best_span(begin_logits: np.ndarray, end_logits: np.ndarray, token_kind: np.ndarray,
+              top_k: int = 20, max_answer_tokens: int = 30) -> Optional[Tuple[float, int, int]]:
+  """Best ``(score, begin, end)`` in one segment (``[L]`` arrays), or None without context."""
+  candidates = span_candidates(begin_logits, end_logits, token_kind, top_k, max_answer_tokens)
+  return candidates[0] if candidates else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+  """A span candidate mapped back to its source document."""
+  score: float
+  document_id: str
+  char_begin: int
+  char_end: int
+  text: str
+
+
+class _Aggregate:
+  """Running max / sum reduction over candidates (constant memory per answer group)."""
+
+  def __init__(self, reduction: str):
+    self.reduction = reduction
+    self.best: Optional[Candidate] = None
+    # normalised text -> [logsumexp score, best candidate of the group]
+    self.groups: Dict[str, list] = {}
+
+  def add(self, c: Candidate) -> None:
+    if self.best is None or c.score > self.best.score:
+      self.best = c
+    if self.reduction == "sum":
+      key = normalize_answer_text(c.text)
+      g = self.groups.get(key)
+      if g is None:
+        self.groups[key] = [c.score, c]
+      else:
+        g[0] = _logaddexp(g[0], c.score)
+        if c.score > g[1].score:
+          g[1] = c
+
+  def winner(self) -> Optional[Candidate]:
+    """The max candidate, or (sum) the best candidate of the highest-logsumexp group."""
+    if self.reduction == "max" or not self.groups:
+      return self.best
+    best = None
+    for score, c in self.groups.values():  # insertion order: first seen wins ties
+      if best is None or score > best[0]:
+        best = (score, c)
+    return best[1]
+
+  def answer(self) -> str:
+    c = self.winner()
+    return c.text if c is not None else ""
+
+
+def segment_supporting_evidence(features: Mapping[str, np.ndarray],
+                                outputs: Mapping[str, np.ndarray], s: int
+                                ) -> List[Tuple[int, int, float]]:
+  """Default evidence: segment ``s``'s whole context range with its supporting probability."""
+  return [(int(features["context_char_begin"][s]), int(features["context_char_end"][s]),
+           float(sigmoid(outputs["supporting_logits"][s])))]
+
+
+def supporting_facts(document: Mapping, ranges: Sequence[Tuple[int, int]],
+                     granularity: str = "paragraph") -> List[List]:
+  """``[[title, sent_id], ...]`` of ``document`` selected by supporting char ``ranges``.
+
+  ``"paragraph"``: every sentence of each paragraph overlapping a range; ``"sentence"``: only
+  the sentences overlapping a range.  Document order, no duplicates.
+  """
+  if granularity not in SP_GRANULARITIES:
+    raise ValueError(f"sp_granularity must be one of {SP_GRANULARITIES}, got {granularity!r}")
+  overlaps = lambda b, e: any(b < ce and e > cb for cb, ce in ranges)
+  facts = []
+  for para in document.get("paragraphs", []):
+    if not overlaps(para["begin"], para["end"]):
+      continue
+    for i, (sb, se) in enumerate(para.get("sentences", [])):
+      if granularity == "paragraph" or overlaps(sb, se):
+        facts.append([para["title"], i])
+  return facts
+
+
 @dataclasses.dataclass
 class _Question:
-  best: Optional[Tuple[float, str, int, int]] = None  # score, document_id, char begin, char end
+  aggregate: _Aggregate
+  per_document: Dict[str, _Aggregate] = dataclasses.field(default_factory=dict)
   answer_type_sum: Optional[np.ndarray] = None
   segments: int = 0
   supporting: List[Tuple[str, int, int]] = dataclasses.field(default_factory=list)
 
+  def answer_type(self) -> int:
+    """Argmax of the answer-type logits averaged over the question's segments."""
+    if self.answer_type_sum is None:
+      return records.ANSWER_TYPE_SPAN
+    return int(np.argmax(self.answer_type_sum / max(self.segments, 1)))
+
 
 class Decoder:
-  """Accumulates model outputs pack by pack and builds the HotpotQA prediction JSON."""
+  """Accumulates model outputs pack by pack; the ``*_predictions`` functions format them."""
 
   def __init__(self, documents: Mapping[str, Mapping], top_k: int = 20,
-               max_answer_tokens: int = 30, sp_threshold: float = 0.5):
+               max_answer_tokens: int = 30, sp_threshold: float = 0.5,
+               reduction: str = "max",
+               supporting_evidence_fn: SupportingEvidenceFn = segment_supporting_evidence,
+               sp_granularity: str = "paragraph"):
+    if reduction not in REDUCTIONS:
+      raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    if sp_granularity not in SP_GRANULARITIES:
+      raise ValueError(f"sp_granularity must be one of {SP_GRANULARITIES}, "
+                       f"got {sp_granularity!r}")
     self.documents = documents
     self.top_k = top_k
     self.max_answer_tokens = max_answer_tokens
     self.sp_threshold = sp_threshold
+    self.reduction = reduction
+    self.supporting_evidence_fn = supporting_evidence_fn
+    self.sp_granularity = sp_granularity
     self.questions: Dict[str, _Question] = {}
+    self.unmapped_candidates = 0  # candidates without a side-file text or valid offsets
+
+  def segment_candidates(self, features: Mapping[str, np.ndarray],
+                         outputs: Mapping[str, np.ndarray], s: int) -> List[Candidate]:
+    """All valid candidates of segment ``s`` of a pack, mapped to char offsets and text."""
+    doc_id = _str(features["document_id"][s])
+    doc = self.documents.get(doc_id)
+    out = []
+    for score, b, e in span_candidates(outputs["begin_logits"][s], outputs["end_logits"][s],
+                                       features["token_kind"][s], self.top_k,
+                                       self.max_answer_tokens):
+      cb, ce = int(features["char_begin"][s][b]), int(features["char_end"][s][e])
+      if doc is None or cb < 0 or ce < cb or ce > len(doc["text"]):
+        self.unmapped_candidates += 1
+        continue
+      out.append(Candidate(score, doc_id, cb, ce, doc["text"][cb:ce]))
+    return out
 
   def add_pack(self, features: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]
                ) -> None:
     """Adds one pack: ``features`` (NumPy pack features) and ``outputs`` (NumPy model outputs)."""
-    n = len(features["segment_mask"])
-    for s in range(n):
+    for s in range(len(features["segment_mask"])):
       qid = _str(features["question_id"][s])
       if not features["segment_mask"][s] or features["document_index"][s] < 0 or not qid:
         continue
-      q = self.questions.setdefault(qid, _Question())
+      q = self.questions.get(qid)
+      if q is None:
+        q = self.questions[qid] = _Question(_Aggregate(self.reduction))
       doc_id = _str(features["document_id"][s])
+      per_doc = q.per_document.get(doc_id)
+      if per_doc is None:
+        per_doc = q.per_document[doc_id] = _Aggregate(self.reduction)
       at = np.asarray(outputs["answer_type_logits"][s], np.float64)
       q.answer_type_sum = at if q.answer_type_sum is None else q.answer_type_sum + at
       q.segments += 1
-      span = best_span(outputs["begin_logits"][s], outputs["end_logits"][s],
-                       features["token_kind"][s], self.top_k, self.max_answer_tokens)
-      if span is not None:
-        score, b, e = span
-        cb, ce = int(features["char_begin"][s][b]), int(features["char_end"][s][e])
-        if cb >= 0 and ce >= cb and (q.best is None or score > q.best[0]):
-          q.best = (score, doc_id, cb, ce)
-      if sigmoid(outputs["supporting_logits"][s]) > self.sp_threshold:
-        q.supporting.append((doc_id, int(features["context_char_begin"][s]),
-                             int(features["context_char_end"][s])))
+      for c in self.segment_candidates(features, outputs, s):
+        q.aggregate.add(c)
+        per_doc.add(c)
+      for cb, ce, prob in self.supporting_evidence_fn(features, outputs, s):
+        if prob > self.sp_threshold:
+          q.supporting.append((doc_id, int(cb), int(ce)))
 
-  def _supporting_facts(self, q: _Question) -> List[List]:
+  def question_ids(self) -> List[str]:
+    return sorted(self.questions)
+
+  def span_answer(self, qid: str) -> str:
+    """The question's span answer under the decoder's reduction ("" without candidates)."""
+    return self.questions[qid].aggregate.answer()
+
+  def document_answers(self, qid: str) -> Dict[str, str]:
+    """``{document_id: span answer}`` of the question, one per document it was read with."""
+    return {d: agg.answer() for d, agg in sorted(self.questions[qid].per_document.items())}
+
+  def hotpotqa_answer(self, qid: str) -> str:
+    """"yes" / "no" from the answer-type head, else the span answer."""
+    atype = self.questions[qid].answer_type()
+    return ANSWER_TYPE_TEXT.get(atype) or self.span_answer(qid)
+
+  def supporting_facts(self, qid: str) -> List[List]:
+    """``[[title, sent_id], ...]`` of the question (see the module docstring)."""
+    ranges: Dict[str, List[Tuple[int, int]]] = {}
+    for doc_id, cb, ce in self.questions[qid].supporting:
+      ranges.setdefault(doc_id, []).append((cb, ce))
     facts, seen = [], set()
-    for doc_id, cb, ce in q.supporting:
+    for doc_id, rs in ranges.items():
       doc = self.documents.get(doc_id)
       if doc is None:
         continue
-      for para in doc.get("paragraphs", []):
-        if para["begin"] < ce and para["end"] > cb:
-          for i in range(len(para.get("sentences", []))):
-            key = (para["title"], i)
-            if key not in seen:
-              seen.add(key)
-              facts.append([para["title"], i])
+      for title, i in supporting_facts(doc, rs, self.sp_granularity):
+        if (title, i) not in seen:
+          seen.add((title, i))
+          facts.append([title, i])
     return facts
 
   def predictions(self) -> Dict[str, Dict]:
-    """``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}``."""
-    answers, sp = {}, {}
-    for qid in sorted(self.questions):
-      q = self.questions[qid]
-      atype = int(np.argmax(q.answer_type_sum)) if q.answer_type_sum is not None else 0
-      if atype in ANSWER_TYPE_TEXT:
-        answers[qid] = ANSWER_TYPE_TEXT[atype]
-      elif q.best is not None:
-        _, doc_id, cb, ce = q.best
-        doc = self.documents.get(doc_id)
-        answers[qid] = doc["text"][cb:ce] if doc is not None else ""
-      else:
-        answers[qid] = ""
-      sp[qid] = self._supporting_facts(q)
-    return {"answer": answers, "sp": sp}
+    """HotpotQA predictions (kept for callers of the original API)."""
+    return hotpotqa_predictions(self)
+
+
+def hotpotqa_predictions(decoder: Decoder) -> Dict[str, Dict]:
+  """``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}`` (official HotpotQA)."""
+  answers, sp = {}, {}
+  for qid in decoder.question_ids():
+    answers[qid] = decoder.hotpotqa_answer(qid)
+    sp[qid] = decoder.supporting_facts(qid)
+  return {"answer": answers, "sp": sp}
+
+
+def triviaqa_predictions(decoder: Decoder, per_document: bool = False) -> Dict[str, str]:
+  """Official TriviaQA prediction JSON.
+
+  ``per_document=False``: ``{QuestionId: answer}`` aggregated over all of a question's documents
+  (Wikipedia per-question evaluation).  ``per_document=True``: ``{document_id: answer}`` with one
+  answer per question-document pair, where TriviaQA document ids are
+  ``"<QuestionId>--<Filename>"`` by convention (:mod:`schemas.documents`), i.e. the official
+  Web / per-document keys.  Raises ValueError if a document id is read with two questions.
+  """
+  out: Dict[str, str] = {}
+  owner: Dict[str, str] = {}
+  for qid in decoder.question_ids():
+    if not per_document:
+      out[qid] = decoder.span_answer(qid)
+      continue
+    for doc_id, answer in decoder.document_answers(qid).items():
+      if owner.setdefault(doc_id, qid) != qid:
+        raise ValueError(f"TriviaQA document id {doc_id!r} is read with questions "
+                         f"{owner[doc_id]!r} and {qid!r}; expected '<QuestionId>--<Filename>'.")
+      out[doc_id] = answer
+  return out
+
+
+def narrativeqa_predictions(decoder: Decoder) -> Dict[str, str]:
+  """``{"<document_id>: <question>": answer}`` (NarrativeQA ``qaps.csv`` keys).
+
+  The question text is the side file's ``question`` of that document, exactly; the answer is the
+  question-level span answer (aggregated over all its segments and sub-documents).  A question
+  read with several documents gets one key per document.
+  """
+  out = {}
+  for qid in decoder.question_ids():
+    answer = decoder.span_answer(qid)
+    for doc_id in sorted(decoder.questions[qid].per_document):
+      doc = decoder.documents.get(doc_id)
+      if doc is None:
+        continue
+      out[narrativeqa.prediction_key(doc_id, doc["question"])] = answer
+  return out
+
+
+def task_predictions(decoder: Decoder, task: str = "hotpotqa",
+                     per_document: bool = False) -> Dict:
+  """The prediction JSON of ``task`` (one of :data:`TASKS`)."""
+  if task not in TASKS:
+    raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+  if per_document and task != "triviaqa":
+    raise ValueError("per_document applies to triviaqa only")
+  if task == "hotpotqa":
+    return hotpotqa_predictions(decoder)
+  if task == "triviaqa":
+    return triviaqa_predictions(decoder, per_document)
+  return narrativeqa_predictions(decoder)
 
 
 def load_documents(records_dir: str) -> Dict[str, Dict]:

@@ -1,11 +1,20 @@
-"""Runs a trained ReadTwice model over packs and writes HotpotQA predictions.
+"""Runs a trained ReadTwice model over packs and writes predictions in a task's official format.
 
 CLI::
 
-  python -m model.predict --records_dir D --model_dir M --output predictions.json
+  python -m model.predict --records_dir D --model_dir M --output predictions.json \
+      [--task hotpotqa|triviaqa|narrativeqa] [--reduction max|sum] [--per_document]
 
-Output: ``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}`` (official HotpotQA
-prediction format).  Python API: :func:`predict`.
+Output (see :mod:`model.decoding`):
+
+* ``hotpotqa`` (default): ``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}``.
+* ``triviaqa``: ``{QuestionId: answer}``, or with ``--per_document``
+  ``{"<QuestionId>--<Filename>": answer}`` (one answer per question-document pair).
+* ``narrativeqa``: ``{"<document_id>: <question>": answer}``.
+
+``--reduction`` aggregates a question's span candidates across its segments, sub-documents and
+packs: ``max`` (best single span) or ``sum`` (logsumexp per normalised answer text).
+Python API: :func:`predict`.
 """
 
 from __future__ import annotations
@@ -27,11 +36,20 @@ _OUTPUT_KEYS = ("begin_logits", "end_logits", "answer_type_logits", "supporting_
 
 def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_k: int = 20,
             max_answer_tokens: int = 30, sp_threshold: float = 0.5,
-            checkpoint: Optional[str] = None) -> Dict[str, Dict]:
-  """Predicts every question in ``records_dir``; writes JSON to ``output`` if given."""
-  model, _ = load_model(model_dir, checkpoint)
+            checkpoint: Optional[str] = None, *, task: str = "hotpotqa",
+            reduction: str = "max", per_document: bool = False) -> Dict:
+  """Predicts every question in ``records_dir``; writes JSON to ``output`` if given.
+
+  Returns the prediction object of ``task`` (:func:`model.decoding.task_predictions`).
+  """
+  if task not in decoding.TASKS:
+    raise ValueError(f"task must be one of {decoding.TASKS}, got {task!r}")
+  if per_document and task != "triviaqa":
+    raise ValueError("per_document applies to task='triviaqa' only")
   decoder = decoding.Decoder(decoding.load_documents(records_dir), top_k=top_k,
-                             max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold)
+                             max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
+                             reduction=reduction)
+  model, _ = load_model(model_dir, checkpoint)
 
   @tf.function(reduce_retracing=True)
   def forward(inputs):
@@ -42,7 +60,7 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
     outputs = forward(readtwice.model_inputs(features))
     decoder.add_pack({k: v.numpy() for k, v in features.items()},
                      {k: v.numpy() for k, v in outputs.items()})
-  preds = decoder.predictions()
+  preds = decoding.task_predictions(decoder, task, per_document)
   if output:
     with tf.io.gfile.GFile(output, "w") as f:
       f.write(json.dumps(preds, indent=1, sort_keys=True) + "\n")
@@ -50,17 +68,29 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
 
 
 def main(argv=None) -> int:
-  p = argparse.ArgumentParser(description="ReadTwice HotpotQA prediction.")
+  p = argparse.ArgumentParser(description="ReadTwice prediction.")
   p.add_argument("--records_dir", required=True)
   p.add_argument("--model_dir", required=True)
   p.add_argument("--output", required=True)
   p.add_argument("--top_k", type=int, default=20)
   p.add_argument("--max_answer_tokens", type=int, default=30)
   p.add_argument("--sp_threshold", type=float, default=0.5)
+  p.add_argument("--checkpoint", default=None)
+  p.add_argument("--task", choices=decoding.TASKS, default="hotpotqa",
+                 help="prediction format (default hotpotqa)")
+  p.add_argument("--reduction", choices=decoding.REDUCTIONS, default="max",
+                 help="per-question aggregation of span candidates (default max)")
+  p.add_argument("--per_document", action="store_true",
+                 help="triviaqa: one answer per '<QuestionId>--<Filename>' document")
   args = p.parse_args(argv)
+  if args.per_document and args.task != "triviaqa":
+    p.error("--per_document requires --task triviaqa")
   preds = predict(args.records_dir, args.model_dir, args.output, args.top_k,
-                  args.max_answer_tokens, args.sp_threshold)
-  print(json.dumps({"output": args.output, "questions": len(preds["answer"])}), flush=True)
+                  args.max_answer_tokens, args.sp_threshold, args.checkpoint, task=args.task,
+                  reduction=args.reduction, per_document=args.per_document)
+  count = len(preds["answer"]) if args.task == "hotpotqa" else len(preds)
+  print(json.dumps({"output": args.output, "task": args.task, "reduction": args.reduction,
+                    "predictions": count}), flush=True)
   return 0
 
 

@@ -14,6 +14,12 @@ document (not per sub-document)::
 
 Offsets are Python string (code point) offsets into ``text``; ``question`` offsets of question
 tokens index ``question``.
+
+Document ids of TriviaQA: one document per question-document pair, with
+``document_id = "<QuestionId>--<Filename>"`` (``question_id = "<QuestionId>"``), which is exactly
+the key of the official per-document (Web) evaluation, so per-document predictions are keyed by
+``document_id`` as is (``model.decoding.triviaqa_predictions(..., per_document=True)``).  This is
+the one place where the convention is stated.
 """
 
 DOCUMENTS_DIR = "documents"

@@ -4,6 +4,7 @@ import json
 import os
 
 import numpy as np
+import pytest
 
 from model import configs, decoding
 from schemas import records
@@ -86,6 +87,19 @@ def test_train_reduces_loss_and_predict(tmp_path, capsys):
   for qid, ans in preds["answer"].items():
     k, d = qid[1:].split("_")
     assert ans in ("yes", "no") or ans in texts[f"doc{k}_{d}"]
+
+  # Other tasks' formats and the sum reduction, through the CLI and the Python API.
+  nqa_path = str(tmp_path / "narrativeqa.json")
+  assert predict.main(["--records_dir", records_dir, "--model_dir", model_dir,
+                       "--output", nqa_path, "--task", "narrativeqa", "--reduction", "sum"]) == 0
+  nqa = json.load(open(nqa_path))
+  assert sorted(nqa) == sorted(f"doc{q[1:]}: what is gold" for q in preds["answer"])
+  tqa = predict.predict(records_dir, model_dir, None, task="triviaqa", per_document=True)
+  assert sorted(tqa) == sorted(f"doc{q[1:]}" for q in preds["answer"])
+  assert all(a in texts[d] for d, a in tqa.items())
+  with pytest.raises(SystemExit):
+    predict.main(["--records_dir", records_dir, "--model_dir", model_dir, "--output", nqa_path,
+                  "--per_document"])
 
   # Resuming continues from the checkpoint instead of starting over.
   tc2 = configs.TrainConfig(learning_rate=3e-3, steps=27, seed=0)
