@@ -2,7 +2,7 @@ r"""HotpotQA (distractor or fullwiki; train/dev/test JSON) -> packed ReadTwice T
 
   python -m pipelines.hotpotqa \
     --input ../shared/samples/hotpotqa/hotpot_dev_distractor_v1.head20.json \
-    --output_dir /tmp/hotpot_records [--num_shards 8] [Beam options, e.g.
+    --output_dir /tmp/hotpot_records [Beam options, e.g.
     --direct_running_mode=multi_processing --direct_num_workers=2 | --runner=DataflowRunner ...]
 
 One document per question (its context paragraphs); answers are labelled at every occurrence in
