@@ -82,6 +82,9 @@ def main(argv=None) -> int:
                  help="per-question aggregation of span candidates (default max)")
   p.add_argument("--per_document", action="store_true",
                  help="triviaqa: one answer per '<QuestionId>--<Filename>' document")
+  p.add_argument("--gold", default=None,
+                 help="official gold file: also score the predictions with the same code as "
+                 "`python -m model.evaluate` and print the metrics as the last line")
   args = p.parse_args(argv)
   if args.per_document and args.task != "triviaqa":
     p.error("--per_document requires --task triviaqa")
@@ -91,6 +94,15 @@ def main(argv=None) -> int:
   count = len(preds["answer"]) if args.task == "hotpotqa" else len(preds)
   print(json.dumps({"output": args.output, "task": args.task, "reduction": args.reduction,
                     "predictions": count}), flush=True)
+  if args.gold:
+    from model import evaluate  # pylint: disable=g-import-not-at-top
+    options = {"per_document": True} if args.per_document else {}
+    try:
+      metrics = evaluate.run(args.task, args.output, args.gold, **options)
+    except evaluate.EvaluationError as e:
+      print(f"error: {e}", file=sys.stderr)
+      return 1
+    print(json.dumps(metrics, sort_keys=True), flush=True)
   return 0
 
 

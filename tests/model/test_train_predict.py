@@ -88,6 +88,17 @@ def test_train_reduces_loss_and_predict(tmp_path, capsys):
     k, d = qid[1:].split("_")
     assert ans in ("yes", "no") or ans in texts[f"doc{k}_{d}"]
 
+  # --gold scores with the same code as `python -m model.evaluate`: gold = these answers.
+  gold_path = tmp_path / "gold.json"
+  gold_path.write_text(json.dumps([
+      {"_id": q, "answer": a, "supporting_facts": [list(f) for f in preds["sp"][q]]}
+      for q, a in preds["answer"].items()]))
+  capsys.readouterr()
+  assert predict.main(["--records_dir", records_dir, "--model_dir", model_dir,
+                       "--output", out_path, "--gold", str(gold_path)]) == 0
+  metrics = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+  assert (metrics["em"], metrics["sp_em"], metrics["n_gold"]) == (1.0, 1.0, 4)
+
   # Other tasks' formats and the sum reduction, through the CLI and the Python API.
   nqa_path = str(tmp_path / "narrativeqa.json")
   assert predict.main(["--records_dir", records_dir, "--model_dir", model_dir,
