@@ -42,10 +42,7 @@ Output formats: :func:`hotpotqa_predictions`, :func:`triviaqa_predictions`,
 from __future__ import annotations
 
 import dataclasses
-import glob
-import json
 import math
-import os
 import unicodedata
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -390,12 +387,4 @@ def task_predictions(decoder: Decoder, task: str = "hotpotqa",
 
 def load_documents(records_dir: str) -> Dict[str, Dict]:
   """``{document_id: document}`` from ``<records_dir>/documents/*.jsonl``."""
-  docs = {}
-  for path in sorted(glob.glob(os.path.join(records_dir, documents_lib.DOCUMENTS_DIR,
-                                            "*.jsonl"))):
-    with open(path, encoding="utf-8") as f:
-      for line in f:
-        if line.strip():
-          d = json.loads(line)
-          docs[d["document_id"]] = d
-  return docs
+  return documents_lib.load(records_dir)

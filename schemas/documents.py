@@ -22,6 +22,22 @@ the key of the official per-document (Web) evaluation, so per-document predictio
 the one place where the convention is stated.
 """
 
+import glob
+import json
+import os
+
 DOCUMENTS_DIR = "documents"
 DOCUMENT_FIELDS = ("document_id", "question_id", "question", "text", "answers", "answer_type",
                    "paragraphs", "source_id")
+
+
+def load(records_dir: str) -> dict:
+  """``{document_id: document}`` from ``<records_dir>/documents/*.jsonl`` (local files)."""
+  docs = {}
+  for path in sorted(glob.glob(os.path.join(records_dir, DOCUMENTS_DIR, "*.jsonl"))):
+    with open(path, encoding="utf-8") as f:
+      for line in f:
+        if line.strip():
+          d = json.loads(line)
+          docs[d["document_id"]] = d
+  return docs

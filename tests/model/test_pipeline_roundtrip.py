@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from schemas import documents as documents_schema
 from schemas import example_proto, records, tfrecord_io
 from model import input as input_lib
 from pipelines import hotpotqa
@@ -71,11 +72,7 @@ def test_reader_matches_python_decoding(out_dir):
 
 
 def test_labels_point_at_the_answer_text(out_dir):
-  docs = {}
-  for path in glob.glob(os.path.join(out_dir, "documents", "*.jsonl")):
-    for line in open(path, encoding="utf-8"):
-      d = json.loads(line)
-      docs[d["document_id"]] = d
+  docs = documents_schema.load(out_dir)
   found = 0
   for pack in input_lib.dataset_from_output_dir(out_dir).as_numpy_iterator():
     for s, t in zip(*np.nonzero(pack["answer_begin_labels"])):

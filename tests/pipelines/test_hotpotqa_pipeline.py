@@ -10,6 +10,7 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
+from schemas import documents as documents_schema
 from schemas import example_proto, manifest as manifest_schema, records, tfrecord_io
 from pipelines import hotpotqa
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -57,13 +58,7 @@ def read_records(out):
       yield example_proto.decode_example(payload)
 
 
-def read_side(out):
-  docs = {}
-  for path in glob.glob(os.path.join(out, "documents", "*.jsonl")):
-    for line in open(path, encoding="utf-8"):
-      d = json.loads(line)
-      docs[d["document_id"]] = d
-  return docs
+read_side = documents_schema.load
 
 
 @pytest.fixture(scope="module")
