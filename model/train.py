@@ -58,14 +58,6 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
                 end_fraction=self.end_fraction)
 
 
-def write_scalar(tag: str, value: float, step: int) -> None:
-  """``tf.summary.scalar`` equivalent that works without the tensorboard package installed."""
-  metadata = tf.compat.v1.SummaryMetadata()
-  metadata.plugin_data.plugin_name = "scalars"
-  tf.summary.write(tag, tf.constant(value, tf.float32), step=step,
-                   metadata=metadata.SerializeToString())
-
-
 def make_optimizer(tc: configs_lib.TrainConfig) -> keras.optimizers.Optimizer:
   schedule = WarmupLinearDecay(tc.learning_rate, tc.steps, tc.warmup_steps, end_fraction=0.1)
   kw = dict(learning_rate=schedule, weight_decay=tc.weight_decay, clipnorm=tc.clipnorm)
@@ -166,7 +158,7 @@ def train(records_dir: str, model_dir: str,
       with writer.as_default(step=step):
         for k, v in metrics.items():
           if k != "step":
-            write_scalar(k if k != "loss" else "loss/total", v, step)
+            tf.summary.scalar(k if k != "loss" else "loss/total", v, step=step)
     if step % tc.checkpoint_every == 0 and step < tc.steps:
       manager.save(checkpoint_number=step)
   path = manager.save(checkpoint_number=int(step_var.numpy()))
