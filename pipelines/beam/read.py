@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import List
+import re
+from typing import Any, Iterator, List
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -28,12 +29,42 @@ def match_inputs(pattern: str) -> List[str]:
   return sorted(set(paths))
 
 
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def iter_json_list(text: str) -> Iterator[Any]:
+  """Yields the items of a JSON list one at a time (peak memory: the text plus one item, not
+  the whole parsed list).  Raises json.JSONDecodeError where the text stops being valid."""
+  decoder = json.JSONDecoder()
+  pos = _WS.match(text, 0).end()
+  if not text.startswith("[", pos):
+    raise json.JSONDecodeError("Expecting '['", text, pos)
+  pos = _WS.match(text, pos + 1).end()
+  if text.startswith("]", pos):
+    pos = _WS.match(text, pos + 1).end()
+  else:
+    while True:
+      item, pos = decoder.raw_decode(text, pos)
+      yield item
+      pos = _WS.match(text, pos).end()
+      if text.startswith(",", pos):
+        pos = _WS.match(text, pos + 1).end()
+      elif text.startswith("]", pos):
+        pos = _WS.match(text, pos + 1).end()
+        break
+      else:
+        raise json.JSONDecodeError("Expecting ',' or ']'", text, pos)
+  if pos != len(text):
+    raise json.JSONDecodeError("Extra data after the list", text, pos)
+
+
 class _ReadJsonFileFn(beam.DoFn):
   """One file -> its records.  ``[``-led files are one JSON list; others are JSON lines.
 
-  An unparsable JSON-list file is one dead letter (stage ``read``); an unparsable line of a
-  JSON-lines file is one dead letter for that line.  Each record or dead letter counts once as
-  input.
+  A JSON list is parsed item by item: if it breaks off (truncated or corrupt), the items before
+  the break are read and the rest of the file is one dead letter (stage ``read``, source id
+  ``path#<index of the first unreadable item>``).  An unparsable line of a JSON-lines file is
+  one dead letter for that line.  Each record or dead letter counts once as input.
   """
 
   def process(self, path: str):
@@ -45,20 +76,21 @@ class _ReadJsonFileFn(beam.DoFn):
       yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", "invalid_utf8", path, str(e)))
       yield beam.pvalue.TaggedOutput(INPUT_COUNT, 1)
       return
-    stripped = text.lstrip()
-    if stripped.startswith("["):
+    del data
+    if text.lstrip().startswith("["):
+      count = 0
       try:
-        items = json.loads(stripped)
+        for item in iter_json_list(text):
+          yield (f"{path}#{count}", item)
+          count += 1
       except json.JSONDecodeError as e:
-        Metrics.counter("readtwice.read", "invalid_json_file").inc()
-        yield beam.pvalue.TaggedOutput(DEAD_LETTER,
-                                       dead_letter("read", "invalid_json", path, str(e)))
-        yield beam.pvalue.TaggedOutput(INPUT_COUNT, 1)
-        return
-      for i, item in enumerate(items):
-        yield (f"{path}#{i}", item)
-      Metrics.counter("readtwice.read", "records").inc(len(items))
-      yield beam.pvalue.TaggedOutput(INPUT_COUNT, len(items))
+        Metrics.counter("readtwice.read", "invalid_json_list").inc()
+        yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(
+            "read", "invalid_json", f"{path}#{count}",
+            f"the list breaks off at item {count} ({e}); the rest of the file is unreadable"))
+        count += 1
+      Metrics.counter("readtwice.read", "records").inc(count)
+      yield beam.pvalue.TaggedOutput(INPUT_COUNT, count)
       return
     count = 0
     for lineno, line in enumerate(text.splitlines(), start=1):

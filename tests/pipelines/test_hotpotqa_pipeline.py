@@ -204,6 +204,15 @@ def test_invalid_json_file_is_dead_lettered_and_missing_input_fails(tmp_path):
   m = hotpotqa.run(f"{bad},{good}", str(tmp_path / "out"), SMALL)
   assert m["counts"] == {"input": 2, "written": 1, "skipped": 0, "rejected": 1}
   assert m["rejected_by_reason"] == {"read/invalid_json": 1}
+  # A list that breaks off after a good item: the good item is read, the rest dead-lettered.
+  cut = tmp_path / "cut.json"
+  cut.write_text(json.dumps(good_records()[:1])[:-1] + ', {"_id": "b", "question": ')
+  m = hotpotqa.run(str(cut), str(tmp_path / "out_cut"), SMALL)
+  assert m["counts"] == {"input": 2, "written": 1, "skipped": 0, "rejected": 1}
+  dl = [json.loads(l) for f in glob.glob(str(tmp_path / "out_cut" / "dead_letter" / "*"))
+        for l in open(f)]
+  assert [(d["stage"], d["reason"], d["source_id"]) for d in dl] == [
+      ("read", "invalid_json", f"{cut}#1")]
   with pytest.raises(FileNotFoundError, match="matches no file"):
     hotpotqa.run(str(tmp_path / "nothing-*.json"), str(tmp_path / "o2"), SMALL)
 
