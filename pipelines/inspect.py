@@ -58,17 +58,12 @@ class InspectError(ValueError):
 
 def match_paths(patterns: str | Sequence[str]) -> List[str]:
   """Files matching a glob, a comma-separated list of globs, or a list of them (gs:// too)."""
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.read import match_inputs  # pylint: disable=g-import-not-at-top
 
-  if isinstance(patterns, str):
-    patterns = [p for p in patterns.split(",") if p.strip()]
-  paths: List[str] = []
-  for pattern in patterns:
-    found = sorted(m.path for r in FileSystems.match([pattern.strip()]) for m in r.metadata_list)
-    if not found:
-      raise InspectError(f"No files match {pattern!r}.")
-    paths.extend(p for p in found if p not in paths)
-  return paths
+  try:
+    return match_inputs(patterns if isinstance(patterns, str) else ",".join(patterns))
+  except FileNotFoundError as e:
+    raise InspectError(str(e)) from e
 
 
 def _dirname(path: str) -> str:
