@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -143,7 +144,7 @@ def _rebuild_sub_document(head, meta, blob) -> SubDocument:
   names, specs = meta
   arrays, pos = [], 0
   for dtype, shape in specs:
-    a = np.frombuffer(blob, dtype=dtype, count=int(np.prod(shape)), offset=pos).reshape(shape)
+    a = np.frombuffer(blob, dtype=dtype, count=math.prod(shape), offset=pos).reshape(shape)
     arrays.append(a)
     pos += a.nbytes
   it = iter(arrays)

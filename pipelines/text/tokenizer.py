@@ -85,6 +85,11 @@ class Tokenizer:
     self.fingerprint = "sha256:" + h.hexdigest()
 
   @property
+  def backend(self):
+    """The underlying HF ``tokenizers`` object (for bare-speed comparisons)."""
+    return self._tok
+
+  @property
   def cls_id(self) -> int:
     return self.special_ids["cls"]
 
@@ -166,10 +171,14 @@ def word_starts(text: str, begins: np.ndarray) -> np.ndarray:
   n = len(begins)
   if n == 0:
     return np.zeros(0, dtype=bool)
-  cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-  is_space = np.zeros(len(cps), dtype=bool)
-  small = cps < len(_SPACE_TABLE)
-  is_space[small] = _SPACE_TABLE[cps[small]]
+  if text.isascii():
+    cps = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    is_space = _SPACE_TABLE[cps]
+  else:
+    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    is_space = np.zeros(len(cps), dtype=bool)
+    small = cps < len(_SPACE_TABLE)
+    is_space[small] = _SPACE_TABLE[cps[small]]
   is_space = np.concatenate([is_space, [True]])  # sentinel for offsets at len(text)
   prev_space = np.ones(n, dtype=bool)
   inner = begins > 0

@@ -73,4 +73,3 @@ def test_spec_needs_both_files():
 ])
 def test_answer_occurrences(text, answer, expected, how):
   assert answers.find_answer_spans(text, [answer]) == (expected, how)
-
