@@ -7,10 +7,10 @@ batch: every dataset element is the feature dict of one pack:
   ``char_end``) -> int32 ``[N, L]``;
 * segment features -> int32 ``[N]`` (bytes ones -> tf.string ``[N]``);
 * pack features (``schema_version``, ``pack_id``) -> tf.string scalars;
-* ragged span lists -> int32 ``[S]`` (S varies per pack);
+* ragged span lists -> int32 ``[S]`` (S varies per pack; ``mention_entity_id`` stays int64);
 * densified labels: ``answer_begin_labels``/``answer_end_labels`` and
   ``mention_begin_labels``/``mention_end_labels`` int32 ``[N, L]`` multi-hot maps, and
-  ``mention_entity_begin`` int32 ``[N, L]`` (entity id at the mention's first token, 0 elsewhere).
+  ``mention_entity_begin`` int64 ``[N, L]`` (entity id at the mention's first token, 0 elsewhere).
 
 Schema versions are checked twice: eagerly on the first record of every file (clear
 ``SchemaVersionError`` before any training starts) and in-graph on every record.
@@ -50,11 +50,15 @@ def _major_of(version: tf.Tensor) -> tf.Tensor:
   return tf.strings.to_number(head, tf.int32)
 
 
+# Entity ids may exceed int32 (e.g. hashed ids); every other int feature fits int32.
+_KEEP_INT64 = ("mention_entity_id",)
+
+
 def _densify(segment: tf.Tensor, position: tf.Tensor, values: tf.Tensor,
              shape: Tuple[int, int]) -> tf.Tensor:
   """Scatters ``values[i]`` at ``(segment[i], position[i])`` into zeros ``[N, L]`` (max-combined)."""
   indices = tf.stack([segment, position], axis=1)
-  return tf.tensor_scatter_nd_max(tf.zeros(shape, tf.int32), indices, values)
+  return tf.tensor_scatter_nd_max(tf.zeros(shape, values.dtype), indices, values)
 
 
 def parse_pack(serialized: tf.Tensor, seq_length: int,
@@ -78,7 +82,7 @@ def parse_pack(serialized: tf.Tensor, seq_length: int,
       value = parsed[f.name]
       if f.kind == "ragged":
         value = tf.sparse.to_dense(value)
-      if f.dtype == "int64":
+      if f.dtype == "int64" and f.name not in _KEEP_INT64:
         value = tf.cast(value, tf.int32)
       if f.kind == "token":
         value = tf.reshape(value, [n, l])

@@ -25,6 +25,7 @@ def _pack(version=records.SCHEMA_VERSION, pack_id="00000-0"):
   packs.add_answer(p, 2, 4, 5)
   packs.add_answer(p, 0, 3, 3)  # duplicate begin -> still 1 in the multi-hot map
   packs.add_mention(p, 2, 4, 4, 42)
+  packs.add_mention(p, 0, 1, 2, 2**40)  # entity ids beyond int32 survive
   return p
 
 
@@ -49,11 +50,16 @@ def test_round_trip_exact(tmp_path):
   end[0, 4] = end[2, 5] = end[0, 3] = 1
   np.testing.assert_array_equal(x["answer_begin_labels"].numpy(), begin)
   np.testing.assert_array_equal(x["answer_end_labels"].numpy(), end)
-  mention = np.zeros([N, L], np.int32)
-  mention[2, 4] = 1
-  np.testing.assert_array_equal(x["mention_begin_labels"].numpy(), mention)
-  np.testing.assert_array_equal(x["mention_end_labels"].numpy(), mention)
-  np.testing.assert_array_equal(x["mention_entity_begin"].numpy(), mention * 42)
+  mention_begin = np.zeros([N, L], np.int32)
+  mention_begin[2, 4] = mention_begin[0, 1] = 1
+  mention_end = np.zeros([N, L], np.int32)
+  mention_end[2, 4] = mention_end[0, 2] = 1
+  np.testing.assert_array_equal(x["mention_begin_labels"].numpy(), mention_begin)
+  np.testing.assert_array_equal(x["mention_end_labels"].numpy(), mention_end)
+  entity = np.zeros([N, L], np.int64)
+  entity[2, 4], entity[0, 1] = 42, 2**40
+  np.testing.assert_array_equal(x["mention_entity_begin"].numpy(), entity)
+  assert x["mention_entity_id"].dtype == tf.int64
 
 
 def test_output_dir_uses_manifest(tmp_path):
