@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -80,7 +81,7 @@ def main() -> None:
         "-m", "pipelines.hotpotqa", "--input", paths[split],
         "--output_dir", os.path.join(out, f"records_{split}"),
         "--segments_per_pack", str(args.segments_per_pack),
-        "--max_segments_per_document", str(args.segments_per_pack)]))
+        "--max_segments_per_document", str(args.segments_per_pack), "--overwrite"]))
     with open(os.path.join(out, f"records_{split}", "manifest.json")) as f:
       manifests[split] = json.load(f)
     print(f"[demo]   {split}: {json.dumps(summary['counts'])} "
@@ -93,6 +94,7 @@ def main() -> None:
   print(f"[demo]   what the model reads: {html}", flush=True)
 
   model_dir = os.path.join(out, "model")
+  shutil.rmtree(model_dir, ignore_errors=True)  # train from scratch, not resume an old run
   lines = _run("train", ["-m", "model.train", "--records_dir", os.path.join(out, "records_train"),
                          "--model_dir", model_dir, "--preset", "tiny", "--steps",
                          str(args.steps), "--learning_rate", "2e-3", "--warmup_steps", "10"])

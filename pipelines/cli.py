@@ -40,6 +40,8 @@ flags.DEFINE_string("vocab_file", None,
                     "Byte-level BPE vocab.json (e.g. RoBERTa's); default: packaged GPT-2 BPE.")
 flags.DEFINE_string("merges_file", None, "merges.txt that goes with --vocab_file.")
 flags.DEFINE_integer("batch_size", 64, "Documents tokenised per encode_batch call.")
+flags.DEFINE_bool("overwrite", False,
+                  "Replace the output of an earlier run in --output_dir (otherwise refused).")
 
 flags.mark_flags_as_required(["input", "output_dir"])
 

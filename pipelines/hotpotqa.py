@@ -22,7 +22,7 @@ import apache_beam as beam
 from absl import app, flags
 
 from pipelines import cli
-from pipelines.beam import read
+from pipelines.beam import read, writer
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.documents import STATS, DocumentsToRecords, ParseRecords, RecordsConfig
 from pipelines.readers import hotpotqa as reader
@@ -45,9 +45,13 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
 
 
 def run(input_pattern: str, output_dir: str, config: RecordsConfig,
-        beam_args: Optional[Sequence[str]] = None) -> Dict:
-  """Runs the job to completion; returns the manifest (also written to output_dir)."""
+        beam_args: Optional[Sequence[str]] = None, overwrite: bool = False) -> Dict:
+  """Runs the job to completion; returns the manifest (also written to output_dir).
+
+  Raises FileExistsError if ``output_dir`` holds an earlier run's output and not ``overwrite``.
+  """
   paths = read.match_inputs(input_pattern)
+  writer.prepare_output_dir(output_dir, overwrite)
   header = cli.manifest_header("hotpotqa", config, input_pattern)
   p = cli.make_pipeline(beam_args)
   build(p, paths, output_dir, config, header)
@@ -61,7 +65,7 @@ def run(input_pattern: str, output_dir: str, config: RecordsConfig,
 def main(argv: List[str]) -> None:
   logging.getLogger().setLevel(logging.WARNING)
   config = cli.records_config_from_flags()
-  m = run(FLAGS.input, FLAGS.output_dir, config, argv[1:])
+  m = run(FLAGS.input, FLAGS.output_dir, config, argv[1:], overwrite=FLAGS.overwrite)
   summary = {"counts": m["counts"], "examples": m["examples"],
              "rejected_by_reason": m["rejected_by_reason"], "output_dir": FLAGS.output_dir}
   print(json.dumps(summary, sort_keys=True))

@@ -135,3 +135,25 @@ def encode_lines(shard: int, items: List[Tuple[str, Any]]) -> Tuple[List[bytes],
   """Encoder for text values (one line each)."""
   del shard
   return [v.encode("utf-8") for _, v in items], {}
+
+
+# What a job writes under its output directory (see schemas/manifest.py).
+OUTPUT_PATTERNS = ("records-*-of-*", "documents/documents-*-of-*",
+                   "dead_letter/dead_letter-*-of-*", "manifest.json", "COMPLETED")
+
+
+def prepare_output_dir(output_dir: str, overwrite: bool) -> None:
+  """Refuses to mix a new run's shards with an earlier run's, unless ``overwrite``.
+
+  With a different shard count the old ``-of-NNNNN`` files would otherwise stay next to the
+  new ones.  ``overwrite`` deletes exactly the files a job writes (nothing else).
+  """
+  found = [m.path for pattern in OUTPUT_PATTERNS
+           for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
+  if not found:
+    return
+  if not overwrite:
+    raise FileExistsError(
+        f"{output_dir} already holds the output of a run ({len(found)} files, e.g. "
+        f"{found[0]}); pass --overwrite to replace it, or choose another --output_dir.")
+  FileSystems.delete(found)

@@ -217,6 +217,20 @@ def test_invalid_json_file_is_dead_lettered_and_missing_input_fails(tmp_path):
     hotpotqa.run(str(tmp_path / "nothing-*.json"), str(tmp_path / "o2"), SMALL)
 
 
+def test_existing_output_is_refused_unless_overwrite(tmp_path):
+  path = write_json(tmp_path / "in.json", good_records())
+  out = tmp_path / "out"
+  hotpotqa.run(path, str(out), RecordsConfig(segmenter=SMALL.segmenter, segments_per_pack=8,
+                                             num_shards=3))
+  (out / "notes.txt").write_text("mine")
+  with pytest.raises(FileExistsError, match="--overwrite"):
+    hotpotqa.run(path, str(out), SMALL)
+  m = hotpotqa.run(path, str(out), SMALL, overwrite=True)  # 2 shards now, not 3
+  assert sorted(p.name for p in out.glob("records-*")) == [s["path"] for s in m["shards"]]
+  assert len(list((out / "documents").glob("*"))) == 2
+  assert (out / "notes.txt").read_text() == "mine"  # only the job's own files are replaced
+
+
 def test_jsonl_input_with_a_bad_line(tmp_path):
   path = tmp_path / "in.jsonl"
   path.write_text("\n".join([json.dumps(good_records()[0]), "{oops", json.dumps(
