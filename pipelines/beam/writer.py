@@ -81,7 +81,8 @@ class _WriteShardFn(beam.DoFn):
     keys = [k for k, _ in items]
     if len(set(keys)) != len(keys):
       dup = next(k for k in keys if keys.count(k) > 1)
-      raise ValueError(f"Duplicate key {dup!r} in shard {shard}: keys must be unique.")
+      raise ValueError(f"Duplicate key {dup!r} in shard {shard}: keys must be unique (two "
+                       "documents share an id; run with --deduplicate to keep one of them).")
     payloads, stats = self._encode_shard(shard, items)
     name = shard_name(self._prefix, shard, num_shards, self._suffix)
     count = 0
