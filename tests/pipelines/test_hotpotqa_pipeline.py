@@ -231,6 +231,16 @@ def test_existing_output_is_refused_unless_overwrite(tmp_path):
   assert (out / "notes.txt").read_text() == "mine"  # only the job's own files are replaced
 
 
+def test_without_dedup_duplicate_ids_fail_clearly(tmp_path):
+  path = write_json(tmp_path / "in.json", good_records() + bad_records())
+  cfg = RecordsConfig(segmenter=SMALL.segmenter, segments_per_pack=8, num_shards=2,
+                      deduplicate=False)
+  with pytest.raises(Exception, match="--deduplicate"):
+    hotpotqa.run(path, str(tmp_path / "out"), cfg)
+  m = hotpotqa.run(write_json(tmp_path / "ok.json", good_records()), str(tmp_path / "ok"), cfg)
+  assert m["counts"] == {"input": 3, "written": 3, "skipped": 0, "rejected": 0}
+
+
 def test_jsonl_input_with_a_bad_line(tmp_path):
   path = tmp_path / "in.jsonl"
   path.write_text("\n".join([json.dumps(good_records()[0]), "{oops", json.dumps(
