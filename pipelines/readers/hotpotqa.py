@@ -1,5 +1,8 @@
 """HotpotQA records (distractor or fullwiki; train, dev or test) -> Document.
 
+The official JSON layout and the Hugging Face ``datasets`` export (columnar ``context`` /
+``supporting_facts``, ``id``) are both accepted.
+
 One document per question: its context paragraphs in file order, each rendered as
 ``title\\n`` followed by the concatenated sentences, paragraphs separated by a blank line.
 Sentence char spans are kept for supporting-fact prediction.  Test files have no ``answer`` /
@@ -36,10 +39,32 @@ def _string(record: Dict[str, Any], key: str, required: bool = True) -> str | No
   return value
 
 
+def _from_hf_layout(record: Dict[str, Any]) -> Dict[str, Any]:
+  """Accepts the Hugging Face ``datasets`` export of HotpotQA too: ``id`` instead of ``_id``,
+  ``context = {"title": [...], "sentences": [[...]]}`` and ``supporting_facts = {"title": [...],
+  "sent_id": [...]}`` (columns instead of rows)."""
+  context, facts = record.get("context"), record.get("supporting_facts")
+  if "_id" in record and not isinstance(context, dict) and not isinstance(facts, dict):
+    return record
+  record = dict(record)
+  if "_id" not in record and "id" in record:
+    record["_id"] = record.pop("id")
+  for key, columns in (("context", ("title", "sentences")),
+                       ("supporting_facts", ("title", "sent_id"))):
+    value = record.get(key)
+    if isinstance(value, dict):
+      cols = [value.get(c) for c in columns]
+      if not all(isinstance(c, list) for c in cols) or len(cols[0]) != len(cols[1]):
+        raise BadInput(f"bad_{key}", f"{key!r} columns {columns} must be lists of equal length")
+      record[key] = [list(row) for row in zip(*cols)]
+  return record
+
+
 def parse_record(record: Any, source_id: str) -> Tuple[Document, Dict[str, int]]:
   """Returns the document and reader counters; raises BadInput for unusable records."""
   if not isinstance(record, dict):
     raise BadInput("not_an_object", f"record is {type(record).__name__}")
+  record = _from_hf_layout(record)
   qid = _string(record, "_id")
   if not qid.strip():
     raise BadInput("bad_id", "empty '_id'")

@@ -267,3 +267,13 @@ def test_official_dev_sample(tmp_path):
   spans = {g["_id"] for g in gold if g["answer"].lower() not in ("yes", "no")}
   assert spans - labelled == set()
   assert set(side) == {g["_id"] for g in gold}
+
+
+def test_hugging_face_export_layout_parses_like_the_official_one():
+  official = hotpot_record("a", "Q?", "Paris", PARIS[:2], supporting=[["Paris", 1], ["Lyon", 0]])
+  hf = {"id": "a", "question": "Q?", "answer": "Paris", "type": "bridge", "level": "hard",
+        "context": {"title": [t for t, _ in PARIS[:2]], "sentences": [s for _, s in PARIS[:2]]},
+        "supporting_facts": {"title": ["Paris", "Lyon"], "sent_id": [1, 0]}}
+  assert reader.parse_record(hf, "x") == reader.parse_record(official, "x")
+  with pytest.raises(Exception, match="equal length"):
+    reader.parse_record(dict(hf, context={"title": ["A"], "sentences": []}), "x")
