@@ -371,13 +371,18 @@ def narrativeqa_predictions(decoder: Decoder) -> Dict[str, str]:
   return out
 
 
-def task_predictions(decoder: Decoder, task: str = "hotpotqa",
-                     per_document: bool = False) -> Dict:
-  """The prediction JSON of ``task`` (one of :data:`TASKS`)."""
+def check_task(task: str, per_document: bool = False) -> None:
+  """Raises ValueError for an unknown task or ``per_document`` outside TriviaQA."""
   if task not in TASKS:
     raise ValueError(f"task must be one of {TASKS}, got {task!r}")
   if per_document and task != "triviaqa":
-    raise ValueError("per_document applies to triviaqa only")
+    raise ValueError("per_document applies to task='triviaqa' only")
+
+
+def task_predictions(decoder: Decoder, task: str = "hotpotqa",
+                     per_document: bool = False) -> Dict:
+  """The prediction JSON of ``task`` (one of :data:`TASKS`)."""
+  check_task(task, per_document)
   if task == "hotpotqa":
     return hotpotqa_predictions(decoder)
   if task == "triviaqa":

@@ -19,7 +19,6 @@ Schema versions are checked twice: eagerly on the first record of every file (cl
 from __future__ import annotations
 
 import glob
-import json
 import os
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -173,11 +172,7 @@ def read_manifest(output_dir: str) -> Dict:
   """Loads and validates ``<output_dir>/manifest.json`` (refuses other major versions)."""
   path = os.path.join(output_dir, manifest_lib.MANIFEST_FILE)
   with tf.io.gfile.GFile(path) as f:
-    text = f.read()
-  manifest = json.loads(text)
-  if "schema_version" in manifest:
-    records.check_version(manifest["schema_version"], where=f"manifest {path}")
-  return manifest_lib.loads(text)
+    return manifest_lib.loads(f.read(), source=f"manifest {path}")
 
 
 def record_files(output_dir: str, manifest: Optional[Dict] = None) -> List[str]:

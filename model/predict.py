@@ -42,10 +42,7 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
 
   Returns the prediction object of ``task`` (:func:`model.decoding.task_predictions`).
   """
-  if task not in decoding.TASKS:
-    raise ValueError(f"task must be one of {decoding.TASKS}, got {task!r}")
-  if per_document and task != "triviaqa":
-    raise ValueError("per_document applies to task='triviaqa' only")
+  decoding.check_task(task, per_document)  # before the model is loaded
   decoder = decoding.Decoder(decoding.load_documents(records_dir), top_k=top_k,
                              max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
                              reduction=reduction)

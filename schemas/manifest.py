@@ -37,12 +37,17 @@ class ManifestError(ValueError):
   pass
 
 
-def validate(manifest: Mapping[str, Any]) -> None:
-  """Raises ManifestError if the manifest is incomplete or its counters do not reconcile."""
+def validate(manifest: Mapping[str, Any], source: str = "manifest") -> None:
+  """Raises ManifestError if the manifest is incomplete or its counters do not reconcile.
+
+  The schema version is checked first (SchemaVersionError naming ``source``), so a manifest of
+  another major version is reported as such even if its other fields differ.
+  """
+  if "schema_version" in manifest:
+    records.check_version(manifest["schema_version"], source)
   for key in ("schema_version", "counts", "tokenizer", "config", "shards"):
     if key not in manifest:
-      raise ManifestError(f"manifest lacks {key!r}")
-  records.check_version(manifest["schema_version"], "manifest")
+      raise ManifestError(f"{source} lacks {key!r}")
   counts = manifest["counts"]
   for key in ("input", "written", "skipped", "rejected"):
     if not isinstance(counts.get(key), int):
@@ -61,7 +66,7 @@ def dumps(manifest: Mapping[str, Any]) -> str:
   return json.dumps(manifest, indent=2, sort_keys=True) + "\n"
 
 
-def loads(text: str) -> Dict[str, Any]:
+def loads(text: str, source: str = "manifest") -> Dict[str, Any]:
   manifest = json.loads(text)
-  validate(manifest)
+  validate(manifest, source)
   return manifest

@@ -12,6 +12,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import os
+import subprocess
 import traceback
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -224,8 +226,7 @@ class SumCounts(beam.CombineFn):
 
 
 def git_revision() -> str:
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import os  # pylint: disable=g-import-not-at-top
+  """HEAD of the checkout this code runs from, or 'unknown' (e.g. an installed wheel)."""
   try:
     out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.abspath(__file__)), timeout=10)
