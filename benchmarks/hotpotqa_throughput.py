@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from demo import synthetic_hotpotqa  # noqa: E402
 from pipelines import hotpotqa  # noqa: E402
-from pipelines.beam.documents import RecordsConfig  # noqa: E402
+from pipelines.beam.config import RecordsConfig  # noqa: E402
 from pipelines.readers import hotpotqa as reader  # noqa: E402
 from pipelines.text.tokenizer import Tokenizer  # noqa: E402
 
@@ -35,7 +35,7 @@ from pipelines.text.tokenizer import Tokenizer  # noqa: E402
 def breakdown(raw) -> dict:
   """Times the pipeline's stage code without Beam: parse, tokenise+segment (the DoFn itself),
   pack+serialise (the shard encoder)."""
-  from pipelines.beam.documents import TokenizeAndSegmentFn  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.segment import TokenizeAndSegmentFn  # pylint: disable=g-import-not-at-top
   from pipelines.beam.packing import PackEncoder  # pylint: disable=g-import-not-at-top
 
   config = RecordsConfig()

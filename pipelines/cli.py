@@ -1,67 +1,199 @@
-"""Flags and runner set-up shared by every ``python -m pipelines.<job>`` command.
+"""Flags, logging, errors and runner set-up shared by every ``python -m pipelines.<job>`` command.
 
-Domain knobs are absl flags; every other argument is passed to Beam's PipelineOptions, so the
-same command runs locally or on Dataflow (``--runner=DataflowRunner --project=... --region=...
---temp_location=gs://... --sdk_container_image=...``).  Locally (no ``--runner`` or
-``--runner=DirectRunner``) the FnApiRunner is used directly: the DirectRunner would first try to
-download the Prism runner, which fails offline.  ``--direct_running_mode=multi_processing
---direct_num_workers=N`` parallelise a local run.
+Every job has the same command line: its own flags (``--input``, ``--output_dir`` and the
+record settings below, plus any job-specific ones), then Beam pipeline options, so the same
+command runs locally or on Dataflow (``--runner=DataflowRunner --project=... --region=...
+--temp_location=gs://... --sdk_container_image=...``).
+
+* An argument that is neither one of the job's flags nor an option some Beam
+  ``PipelineOptions`` class defines is an error before any work, naming the closest real flag
+  (``--seq_lenght`` -> "did you mean --seq_length?").  Abbreviations are not accepted.
+* Every numeric flag is validated up front (:class:`RecordsConfig`); a bad value, a missing
+  input or an output dir holding an earlier run is one ``<prog>: error: ...`` line on stderr and
+  exit status 2 (usage) or 1 (inputs/outputs).  Tracebacks are for bugs.
+* Locally (no ``--runner`` or ``--runner=DirectRunner``) the FnApiRunner is used directly: the
+  DirectRunner would first try to download the Prism runner, which fails offline.
+  ``--direct_running_mode=multi_processing --direct_num_workers=N`` parallelise a local run.
+* Logging: the ``pipelines`` logger (progress, what is read and written) and Beam's Dataflow
+  runner (job id and monitoring-console URL) log at INFO on stderr, everything else at WARNING
+  (``--log_level`` changes the level of ours).  The last stdout line is the JSON summary.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+import argparse
+import difflib
+import json
+import logging
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from absl import flags
-
-from pipelines.beam.documents import RecordsConfig, git_revision
+from pipelines.beam.config import RecordsConfig
+from pipelines.beam.inputs import describe_inputs
+from pipelines.errors import MARKER, UserError, user_error_message
+from pipelines.provenance import git_revision
 from pipelines.text.segmenter import SegmenterConfig
 from pipelines.text.tokenizer import Tokenizer, TokenizerSpec
 
-FLAGS = flags.FLAGS
+LOGGER = logging.getLogger("pipelines")
+# Loggers shown at INFO besides ours: the Dataflow runner's "Submitted job" / console URL lines.
+_INFO_LOGGERS = ("apache_beam.runners.dataflow",)
 
-flags.DEFINE_string("input", None, "Input path, glob, or comma-separated list of them.")
-flags.DEFINE_string("output_dir", None, "Output directory (local or gs://).")
-flags.DEFINE_integer("seq_length", 512, "Tokens per segment, special tokens included.")
-flags.DEFINE_integer("overlap", 128, "Context tokens shared by consecutive segments.")
-flags.DEFINE_integer("max_segments_per_document", 128,
-                     "Longer documents become explicit sub-documents of this many segments.")
-flags.DEFINE_integer("max_question_tokens", 64, "Longer questions are truncated (counted).")
-flags.DEFINE_integer("segments_per_pack", 128,
-                     "Segments per record (one record = one global training batch).")
-flags.DEFINE_integer("num_shards", 0,
-                     "Output shards; 0 = ceil(segments / --segments_per_shard). Shard contents "
-                     "depend only on the input, never on workers or bundles.")
-flags.DEFINE_integer("segments_per_shard", 16384,
-                     "Target segments per shard when --num_shards=0 (a shard is sorted and "
-                     "packed in one worker's memory: ~25 KB per segment at seq_length 512).")
-flags.DEFINE_bool("deduplicate", True, "Keep one document per id; the rest count as skipped.")
-flags.DEFINE_string("vocab_file", None,
-                    "Byte-level BPE vocab.json (e.g. RoBERTa's); default: packaged GPT-2 BPE.")
-flags.DEFINE_string("merges_file", None, "merges.txt that goes with --vocab_file.")
-flags.DEFINE_integer("batch_size", 64, "Documents tokenised per encode_batch call.")
-flags.DEFINE_bool("overwrite", False,
-                  "Replace the output of an earlier run in --output_dir (otherwise refused).")
-
-flags.mark_flags_as_required(["input", "output_dir"])
+EXIT_USAGE = 2    # bad flags or flag values (argparse's convention)
+EXIT_FAILURE = 1  # unusable inputs or outputs, or a user error found while running
 
 
-def records_config_from_flags() -> RecordsConfig:
-  return RecordsConfig(
-      segmenter=SegmenterConfig(seq_length=FLAGS.seq_length, overlap=FLAGS.overlap,
-                                max_segments_per_document=FLAGS.max_segments_per_document,
-                                max_question_tokens=FLAGS.max_question_tokens),
-      tokenizer=TokenizerSpec(FLAGS.vocab_file, FLAGS.merges_file),
-      segments_per_pack=FLAGS.segments_per_pack, num_shards=FLAGS.num_shards,
-      segments_per_shard=FLAGS.segments_per_shard,
-      deduplicate=FLAGS.deduplicate, batch_size=FLAGS.batch_size)
+class _Parser(argparse.ArgumentParser):
+  """argparse with one-line errors (no usage block: the message names the flag)."""
+
+  def error(self, message: str):  # noqa: D401 - argparse API
+    self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def manifest_header(job: str, config: RecordsConfig, input_pattern: str) -> dict:
+def _bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str):
+  """``--name`` / ``--noname`` (absl style, as before), both setting ``name``."""
+  group = parser.add_mutually_exclusive_group()
+  group.add_argument(f"--{name}", dest=name, action="store_true", default=default,
+                     help=f"{help_text} (default: {'on' if default else 'off'})")
+  group.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
+
+
+def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentParser:
+  """A job's parser with the flags every job shares; ``example`` is shown by ``--help``."""
+  p = _Parser(prog=prog, description=description, allow_abbrev=False,
+              formatter_class=argparse.RawDescriptionHelpFormatter,
+              epilog=f"example:\n{example}\n\nAny Beam pipeline option (e.g. --runner, "
+                     "--project, --region, --temp_location, --direct_num_workers) is passed "
+                     "to Beam; any other unknown flag is an error.")
+  d = RecordsConfig()
+  s = d.segmenter
+  io = p.add_argument_group("input and output")
+  io.add_argument("--input", required=True,
+                  help="input path, glob, or comma-separated list of them (local or gs://)")
+  io.add_argument("--output_dir", required=True, help="output directory (local or gs://)")
+  _bool_flag(io, "overwrite", False,
+             "replace the output of an earlier run in --output_dir (otherwise refused); "
+             "--nooverwrite")
+  rec = p.add_argument_group("segments and records")
+  rec.add_argument("--seq_length", type=int, default=s.seq_length,
+                   help="tokens per segment, special tokens included (default: %(default)s)")
+  rec.add_argument("--overlap", type=int, default=s.overlap,
+                   help="context tokens shared by consecutive segments (default: %(default)s)")
+  rec.add_argument("--max_segments_per_document", type=int,
+                   default=s.max_segments_per_document,
+                   help="longer documents become explicit sub-documents of this many segments "
+                        "(default: %(default)s)")
+  rec.add_argument("--max_question_tokens", type=int, default=s.max_question_tokens,
+                   help="longer questions are truncated, and counted (default: %(default)s)")
+  rec.add_argument("--segments_per_pack", type=int, default=d.segments_per_pack,
+                   help="segments per record, one record = one global training batch "
+                        "(default: %(default)s)")
+  rec.add_argument("--num_shards", type=int, default=d.num_shards,
+                   help="output shards; 0 = ceil(segments / --segments_per_shard). Shard "
+                        "contents depend only on the input (default: %(default)s)")
+  rec.add_argument("--segments_per_shard", type=int, default=d.segments_per_shard,
+                   help="target segments per shard when --num_shards=0; a shard is sorted and "
+                        "packed in one worker's memory, ~25 KB per segment at seq_length 512 "
+                        "(default: %(default)s)")
+  _bool_flag(rec, "deduplicate", d.deduplicate,
+             "keep the first document per id (in input order), list the others under "
+             "skipped/; --nodeduplicate: ids must be unique, else the job fails before "
+             "writing")
+  rec.add_argument("--vocab_file", default=None,
+                   help="byte-level BPE vocab.json (e.g. RoBERTa's); default: the packaged "
+                        "GPT-2 BPE")
+  rec.add_argument("--merges_file", default=None, help="merges.txt that goes with --vocab_file")
+  rec.add_argument("--batch_size", type=int, default=d.batch_size,
+                   help="documents tokenised per encode_batch call (default: %(default)s)")
+  p.add_argument("--log_level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                 help="level of the job's own log lines on stderr (default: %(default)s)")
+  return p
+
+
+def _beam_parser() -> argparse.ArgumentParser:
+  """A parser of every option that Beam's ``PipelineOptions`` classes define (as Beam builds
+  it in ``PipelineOptions.get_all_options``), refusing abbreviations."""
+  from apache_beam.options import pipeline_options as po  # pylint: disable=g-import-not-at-top
+
+  parser = po._BeamArgumentParser(allow_abbrev=False)  # pylint: disable=protected-access
+  classes = {}
+  for cls in po.PipelineOptions.__subclasses__():
+    classes.setdefault(str(cls), cls)
+  for cls in classes.values():
+    cls._add_argparse_args(parser)  # pylint: disable=protected-access
+  return parser
+
+
+def _flag_names(parser: argparse.ArgumentParser) -> List[str]:
+  return [s for s in parser._option_string_actions if s.startswith("--")]  # pylint: disable=protected-access
+
+
+def _closest(name: str, candidates: Sequence[str]) -> Optional[str]:
+  found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+  return found[0] if found else None
+
+
+def split_beam_args(parser: argparse.ArgumentParser, unknown: List[str]) -> List[str]:
+  """Checks that every argument the job's parser did not take is a Beam pipeline option.
+
+  Returns them (for ``PipelineOptions``); calls ``parser.error`` (exit 2) on the first
+  argument that is not, suggesting the closest of the job's and Beam's flags.
+  """
+  if not unknown:
+    return []
+  beam_parser = _beam_parser()
+  _, rest = beam_parser.parse_known_args(list(unknown))
+  for arg in rest:
+    if arg.startswith("-") and arg != "--":
+      name = arg.split("=", 1)[0]
+      ours = _flag_names(parser)
+      guess = _closest(name, ours) or _closest(name, _flag_names(beam_parser))
+      hint = f" (did you mean {guess}?)" if guess else ""
+      parser.error(f"unknown flag {name}{hint}; see --help")
+    parser.error(f"unexpected argument {arg!r}: every value belongs to a --flag; see --help")
+  return list(unknown)
+
+
+def parse(parser: argparse.ArgumentParser,
+          argv: Optional[Sequence[str]] = None) -> Tuple[argparse.Namespace, List[str]]:
+  """``(job flags, Beam args)``; usage errors exit with status 2 and one line on stderr."""
+  args, unknown = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+  return args, split_beam_args(parser, unknown)
+
+
+def records_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RecordsConfig:
+  """The RecordsConfig of the flags; an invalid value or combination is a usage error."""
+  try:
+    return RecordsConfig(
+        segmenter=SegmenterConfig(seq_length=args.seq_length, overlap=args.overlap,
+                                  max_segments_per_document=args.max_segments_per_document,
+                                  max_question_tokens=args.max_question_tokens),
+        tokenizer=TokenizerSpec(args.vocab_file, args.merges_file),
+        segments_per_pack=args.segments_per_pack, num_shards=args.num_shards,
+        segments_per_shard=args.segments_per_shard,
+        deduplicate=args.deduplicate, batch_size=args.batch_size)
+  except ValueError as e:
+    parser.error(str(e))
+    raise  # unreachable: parser.error exits
+
+
+def load_tokenizer(spec: TokenizerSpec) -> Tokenizer:
+  """The tokenizer of ``spec``; unreadable vocabulary files are a user error."""
+  try:
+    return Tokenizer(spec)
+  except (OSError, ValueError) as e:  # missing or malformed --vocab_file / --merges_file
+    raise UserError(f"cannot load the tokenizer (--vocab_file={spec.vocab_path}, "
+                    f"--merges_file={spec.merges_path}): {e}") from e
+
+
+def manifest_header(job: str, config: RecordsConfig, input_pattern: str,
+                    inputs: Optional[List[Dict[str, Any]]] = None) -> dict:
+  """The manifest's job, code revision, tokenizer, config and input files (with sizes)."""
   config_d = config.describe()
   config_d["input"] = input_pattern
   return {"job": job, "git_revision": git_revision(),
-          "tokenizer": Tokenizer(config.tokenizer).describe(), "config": config_d}
+          "tokenizer": load_tokenizer(config.tokenizer).describe(), "config": config_d,
+          "inputs": inputs if inputs is not None else describe_inputs(input_pattern)}
 
 
 def make_pipeline(beam_args: Optional[Sequence[str]]):
@@ -77,6 +209,50 @@ def make_pipeline(beam_args: Optional[Sequence[str]]):
   return beam.Pipeline(options=options)
 
 
-def parse_flags_with_beam_args(argv: List[str]) -> List[str]:
-  """absl ``flags_parser``: parses our flags, returns the rest (Beam options) unparsed."""
-  return FLAGS(argv, known_only=True)
+class _HideUserErrorTracebacks(logging.Filter):
+  """Drops Beam's ERROR log of a user error raised on a worker (message and traceback): the
+  job prints that error itself, as one line."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    if record.levelno < logging.ERROR or not record.name.startswith("apache_beam"):
+      return True
+    exc = record.exc_info[1] if record.exc_info else None
+    return not ((exc is not None and user_error_message(exc) is not None)
+                or MARKER in record.getMessage())
+
+
+def setup_logging(level: str = "INFO") -> None:
+  """Our log lines (and the Dataflow runner's job URL) on stderr; the rest at WARNING."""
+  handler = logging.StreamHandler(sys.stderr)
+  handler.addFilter(_HideUserErrorTracebacks())
+  handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
+                                         datefmt="%H:%M:%S"))
+  root = logging.getLogger()
+  root.handlers[:] = [handler]
+  root.setLevel(logging.WARNING)
+  LOGGER.setLevel(getattr(logging, level))
+  for name in _INFO_LOGGERS:
+    logging.getLogger(name).setLevel(logging.INFO)
+
+
+def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
+  """Runs a job's ``body``, printing its summary as the last stdout line.
+
+  User errors (bad inputs or outputs, also those raised on workers) print one
+  ``<prog>: error: ...`` line on stderr and return 1; anything else is a bug and propagates
+  with its traceback.
+  """
+  try:
+    summary = body()
+  except (UserError, FileNotFoundError, FileExistsError) as e:
+    message = user_error_message(e) or (e.args[0] if e.args else str(e))
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    return EXIT_FAILURE
+  except Exception as e:  # pylint: disable=broad-except
+    message = user_error_message(e)  # a UserError raised on a worker, re-wrapped by the runner
+    if message is None:
+      raise
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    return EXIT_FAILURE
+  print(json.dumps(summary, sort_keys=True), flush=True)
+  return 0

@@ -1,45 +1,48 @@
 r"""HotpotQA (distractor or fullwiki; train/dev/test JSON) -> packed ReadTwice TFRecords.
 
-  python -m pipelines.hotpotqa \
-    --input ../shared/samples/hotpotqa/hotpot_dev_distractor_v1.head20.json \
-    --output_dir /tmp/hotpot_records [Beam options, e.g.
-    --direct_running_mode=multi_processing --direct_num_workers=2 | --runner=DataflowRunner ...]
-
 One document per question (its context paragraphs); answers are labelled at every occurrence in
 the context; yes/no answers set the answer type; supporting paragraphs set the per-segment
 ``supporting`` flag.  Writes ``records-*.tfrecord``, ``documents/``, ``dead_letter/``,
-``manifest.json`` and ``COMPLETED`` under --output_dir.
+``skipped/``, ``manifest.json`` and ``COMPLETED`` under --output_dir.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
-from absl import app, flags
 
 from pipelines import cli
 from pipelines.beam import read, writer
+from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents import STATS, DocumentsToRecords, ParseRecords, RecordsConfig
+from pipelines.beam.documents import DocumentsToRecords
+from pipelines.beam.inputs import describe_inputs
+from pipelines.beam.parse import ParseRecords
+from pipelines.beam.stats import STATS
 from pipelines.readers import hotpotqa as reader
 
-flags.adopt_module_key_flags(cli)
-FLAGS = flags.FLAGS
+PROG = "python -m pipelines.hotpotqa"
+EXAMPLE = r"""  python -m pipelines.hotpotqa \
+    --input hotpot_dev_distractor_v1.json --output_dir /tmp/hotpot_records \
+    --seq_length 512 --overlap 128 --direct_num_workers 2 --direct_running_mode multi_processing
+  (on Dataflow add: --runner DataflowRunner --project P --region R --temp_location gs://B/tmp
+   --setup_file ./setup.py, and use gs:// paths)"""
+LOGGER = logging.getLogger("pipelines")
 
 
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
           header: Dict) -> beam.PCollection:
   """Adds the HotpotQA job to ``p``; returns the PCollection holding the manifest."""
   raw = p | "ReadJson" >> read.ReadJsonRecords(paths)
-  parsed = raw.records | "ParseHotpotQA" >> ParseRecords(reader.parse_record,
-                                                         "readtwice.hotpotqa")
+  parsed = raw[read.RECORDS] | "ParseHotpotQA" >> ParseRecords(reader.parse_record,
+                                                               "readtwice.hotpotqa")
   dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER])
           | "FlattenReadParseDeadLetters" >> beam.Flatten())
-  return {"documents": parsed.documents, "dead_letters": dead, "stats": parsed[STATS],
+  stats = (raw[read.STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
+  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
           "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
               output_dir, config, header)
 
@@ -48,28 +51,53 @@ def run(input_pattern: str, output_dir: str, config: RecordsConfig,
         beam_args: Optional[Sequence[str]] = None, overwrite: bool = False) -> Dict:
   """Runs the job to completion; returns the manifest (also written to output_dir).
 
-  Raises FileExistsError if ``output_dir`` holds an earlier run's output and not ``overwrite``.
+  Raises FileNotFoundError if ``input_pattern`` matches no file, FileExistsError if
+  ``output_dir`` holds an earlier run's output and not ``overwrite``, UserError (or the
+  runner's wrapping of it) if the input is unusable (e.g. duplicate ids with
+  ``deduplicate=False``; nothing is written then).
   """
-  paths = read.match_inputs(input_pattern)
+  inputs = describe_inputs(input_pattern)
+  LOGGER.info("reading %d file(s), %.1f MB: %s", len(inputs),
+              sum(i["bytes"] for i in inputs) / 1e6,
+              ", ".join(f"{i['path']} ({i['bytes'] / 1e6:,.1f} MB)" for i in inputs[:5])
+              + (f", ... ({len(inputs) - 5} more)" if len(inputs) > 5 else ""))
   writer.prepare_output_dir(output_dir, overwrite)
-  header = cli.manifest_header("hotpotqa", config, input_pattern)
+  header = cli.manifest_header("hotpotqa", config, input_pattern, inputs)
+  LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
+              output_dir)
   p = cli.make_pipeline(beam_args)
-  build(p, paths, output_dir, config, header)
-  p.run().wait_until_finish()
+  build(p, [i["path"] for i in inputs], output_dir, config, header)
+  result = p.run()
+  result.wait_until_finish()
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   from schemas import manifest as manifest_schema  # pylint: disable=g-import-not-at-top
   with FileSystems.open(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)) as f:
     return manifest_schema.loads(f.read().decode("utf-8"))
 
 
-def main(argv: List[str]) -> None:
-  logging.getLogger().setLevel(logging.WARNING)
-  config = cli.records_config_from_flags()
-  m = run(FLAGS.input, FLAGS.output_dir, config, argv[1:], overwrite=FLAGS.overwrite)
-  summary = {"counts": m["counts"], "examples": m["examples"],
-             "rejected_by_reason": m["rejected_by_reason"], "output_dir": FLAGS.output_dir}
-  print(json.dumps(summary, sort_keys=True))
+def summary(m: Dict, output_dir: str) -> Dict:
+  """The last stdout line: what was written, skipped and rejected, and where."""
+  return {"counts": m["counts"], "examples": m["examples"],
+          "rejected_by_reason": m["rejected_by_reason"],
+          "skipped_by_reason": m["skipped_by_reason"],
+          "input_count_exact": m.get("input_count_exact", True), "output_dir": output_dir}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  parser = cli.new_parser(PROG, __doc__.split("\n\n")[0], EXAMPLE)
+  args, beam_args = cli.parse(parser, argv)
+  config = cli.records_config(parser, args)
+  cli.setup_logging(args.log_level)
+
+  def body():
+    m = run(args.input, args.output_dir, config, beam_args, overwrite=args.overwrite)
+    c = m["counts"]
+    LOGGER.info("done: %d input, %d written, %d skipped, %d rejected -> %s", c["input"],
+                c["written"], c["skipped"], c["rejected"], args.output_dir)
+    return summary(m, args.output_dir)
+
+  return cli.run_main(PROG, body)
 
 
 if __name__ == "__main__":
-  app.run(main, flags_parser=cli.parse_flags_with_beam_args)
+  sys.exit(main())

@@ -58,10 +58,11 @@ class InspectError(ValueError):
 
 def match_paths(patterns: str | Sequence[str]) -> List[str]:
   """Files matching a glob, a comma-separated list of globs, or a list of them (gs:// too)."""
-  from pipelines.beam.read import match_inputs  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.inputs import match_inputs  # pylint: disable=g-import-not-at-top
 
   try:
-    return match_inputs(patterns if isinstance(patterns, str) else ",".join(patterns))
+    return match_inputs(patterns if isinstance(patterns, str) else ",".join(patterns),
+                        flag="--records")
   except FileNotFoundError as e:
     raise InspectError(str(e)) from e
 

@@ -8,15 +8,28 @@ Format (JSON object)::
     "job": "hotpotqa", "git_revision": "<sha or 'unknown'>", "created_at": "<UTC ISO time>",
     "tokenizer": {"name": ..., "fingerprint": "sha256:...", "vocab_size": ..., "special_ids": {...}},
     "config": {"seq_length": 512, "segments_per_pack": 128, ...},
+    "inputs": [{"path": "...", "bytes": n}],
     "counts": {"input": n, "written": n, "skipped": n, "rejected": n},
+    "input_count_exact": true,
+    "stage_counts": [{"stage": "read", "input": n, "output": n, "skipped": n, "rejected": n},
+                     {"stage": "parse", ...}, ...],
     "skipped_by_reason": {"<stage>/<reason>": n}, "rejected_by_reason": {"<stage>/<reason>": n},
     "stages": {"<stage>": {"<counter>": n}},
+    "distributions": {"tokens_per_document": {"count", "min", "max", "sum", "mean",
+                                              "histogram": {"<lo>-<hi>": n}}, ...},
+    "labels": {"<input file>": {"mode": "labelled|unlabelled|mixed", "labelled": n,
+                                "unlabelled": n}},
     "examples": {"documents": n, "sub_documents": n, "segments": n, "packs": n, ...},
     "shards": [{"path": "records-00000-of-00004.tfrecord", "records": n, "segments": n}],
-    "dead_letter": ["dead_letter/dead_letter-00000-of-00001.jsonl"]
+    "documents": ["documents/documents-00000-of-00004.jsonl"],
+    "dead_letter": ["dead_letter/dead_letter-00000-of-00001.jsonl"],
+    "skipped": ["skipped/skipped-00000-of-00001.jsonl"]
   }
 
-``counts.input == written + skipped + rejected`` always holds; :func:`validate` checks it.
+``counts.input == written + skipped + rejected`` always holds, and so does ``input == output +
+skipped + rejected`` for every stage of ``stage_counts``, each stage's input being the previous
+stage's output; :func:`validate` checks both.  ``input_count_exact`` is false when an unreadable
+region of an input file may have held more than the one record it is counted as.
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ MANIFEST_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 COMPLETED_FILE = "COMPLETED"
 DEAD_LETTER_DIR = "dead_letter"
+SKIPPED_DIR = "skipped"  # one JSON line per skipped item (e.g. a duplicate id), like dead letters
 DEAD_LETTER_FIELDS = ("stage", "reason", "source_id")
 
 
@@ -59,6 +73,28 @@ def validate(manifest: Mapping[str, Any], source: str = "manifest") -> None:
     if sum(by_reason.values()) != counts[total]:
       raise ManifestError(f"{key} sums to {sum(by_reason.values())}, counts.{total}="
                           f"{counts[total]}")
+  _validate_stage_counts(manifest.get("stage_counts"), counts)
+
+
+def _validate_stage_counts(rows, counts) -> None:
+  if rows is None:  # manifests written before stage counts existed
+    return
+  previous = None
+  for row in rows:
+    name = row.get("stage")
+    if row["input"] != row["output"] + row["skipped"] + row["rejected"]:
+      raise ManifestError(f"stage {name!r} does not reconcile: {row}")
+    if previous is not None and row["input"] != previous["output"]:
+      raise ManifestError(f"stage {name!r} received {row['input']} items but stage "
+                          f"{previous['stage']!r} passed on {previous['output']}")
+    previous = row
+  if rows:
+    if rows[0]["input"] != counts["input"] or rows[-1]["output"] != counts["written"]:
+      raise ManifestError(f"stage counts {rows} do not match counts {counts}")
+    for key in ("skipped", "rejected"):
+      if sum(r[key] for r in rows) != counts[key]:
+        raise ManifestError(f"stage counts' {key} sum to {sum(r[key] for r in rows)}, "
+                            f"counts.{key}={counts[key]}")
 
 
 def dumps(manifest: Mapping[str, Any]) -> str:

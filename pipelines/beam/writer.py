@@ -13,6 +13,7 @@ stays well below a worker's memory (e.g. ~1 GB of serialized segments per shard)
 from __future__ import annotations
 
 import hashlib
+import logging
 import uuid
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
@@ -21,18 +22,18 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from schemas import tfrecord_io
+from pipelines import keys
+
+LOGGER = logging.getLogger("pipelines")
 
 # encode_shard(shard_index, [(key, value), ...] sorted by key) -> (payloads, extra stats)
 ShardEncoder = Callable[[int, List[Tuple[str, Any]]], Tuple[Iterable[bytes], Dict[str, Any]]]
 
 
-GROUP_SEPARATOR = "\x1f"
-
-
 def shard_of(key: str, num_shards: int) -> int:
-  """Shard of a key; only the part before the first GROUP_SEPARATOR counts, so all elements
+  """Shard of a key; only its group (:func:`pipelines.keys.group_of`) counts, so all elements
   of one group (e.g. the sub-documents of a document) land in the same shard."""
-  group = key.split(GROUP_SEPARATOR, 1)[0]
+  group = keys.group_of(key)
   digest = hashlib.sha256(group.encode("utf-8")).digest()
   return int.from_bytes(digest[:8], "big") % num_shards
 
@@ -78,11 +79,9 @@ class _WriteShardFn(beam.DoFn):
   def process(self, element: Tuple[int, Iterable[Optional[Tuple[str, Any]]]], num_shards: int):
     shard, items = element
     items = sorted((kv for kv in items if kv is not None), key=lambda kv: kv[0])
-    keys = [k for k, _ in items]
-    if len(set(keys)) != len(keys):
-      dup = next(k for k in keys if keys.count(k) > 1)
-      raise ValueError(f"Duplicate key {dup!r} in shard {shard}: keys must be unique (two "
-                       "documents share an id; run with --deduplicate to keep one of them).")
+    for (a, _), (b, _) in zip(items, items[1:]):
+      if a == b:  # deduplication (or its refusal) runs before the write: this is a bug
+        raise ValueError(f"Duplicate key {a!r} in shard {shard}: keys must be unique.")
     payloads, stats = self._encode_shard(shard, items)
     name = shard_name(self._prefix, shard, num_shards, self._suffix)
     count = 0
@@ -96,6 +95,8 @@ class _WriteShardFn(beam.DoFn):
     size = write_atomically(FileSystems.join(self._output_dir, name), framed())
     self._records.inc(count)
     self._bytes.inc(size)
+    LOGGER.info("wrote %s: %d %s, %.1f MB", FileSystems.join(self._output_dir, name), count,
+                "records" if self._suffix == ".tfrecord" else "lines", size / 1e6)
     yield dict(stats, path=name, records=count, bytes=size, kind=self._prefix)
 
 
@@ -140,7 +141,8 @@ def encode_lines(shard: int, items: List[Tuple[str, Any]]) -> Tuple[List[bytes],
 
 # What a job writes under its output directory (see schemas/manifest.py).
 OUTPUT_PATTERNS = ("records-*-of-*", "documents/documents-*-of-*",
-                   "dead_letter/dead_letter-*-of-*", "manifest.json", "COMPLETED")
+                   "dead_letter/dead_letter-*-of-*", "skipped/skipped-*-of-*", "manifest.json",
+                   "COMPLETED")
 
 
 def prepare_output_dir(output_dir: str, overwrite: bool) -> None:

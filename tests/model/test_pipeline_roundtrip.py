@@ -12,7 +12,7 @@ from schemas import documents as documents_schema
 from schemas import example_proto, records, tfrecord_io
 from model import input as input_lib
 from pipelines import hotpotqa
-from pipelines.beam.documents import RecordsConfig
+from pipelines.beam.config import RecordsConfig
 from pipelines.text.segmenter import SegmenterConfig
 
 N, L = 6, 40

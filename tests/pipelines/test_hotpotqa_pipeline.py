@@ -14,7 +14,9 @@ from schemas import documents as documents_schema
 from schemas import example_proto, manifest as manifest_schema, records, tfrecord_io
 from pipelines import hotpotqa
 from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents import ParseRecords, RecordsConfig
+from pipelines.beam.config import RecordsConfig
+from pipelines.beam.parse import ParseRecords
+from pipelines.errors import user_error_message
 from pipelines.document import Document, Paragraph, Question
 from pipelines.readers import hotpotqa as reader
 from pipelines.text.segmenter import SegmenterConfig
@@ -39,8 +41,12 @@ def good_records():
       hotpot_record("q1", "Which city hosts the Louvre?", "Paris", PARIS,
                     supporting=[["Paris", 1], ["Lyon", 1]]),
       hotpot_record("q2", "Is Lyon in France?", "yes", PARIS[:2], supporting=[["Lyon", 0]]),
-      hotpot_record("q3", "Where is Nice?", None, PARIS[2:]),  # test-set style: no answer
   ]
+
+
+def unlabelled_records():
+  """A test-set file: no question has an answer, so all are kept unlabelled."""
+  return [hotpot_record("q3", "Where is Nice?", None, PARIS[2:])]
 
 
 def bad_records():
@@ -65,14 +71,34 @@ read_side = documents_schema.load
 def job(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("hotpot")
   path = write_json(tmp / "in.json", good_records() + bad_records())
+  test_path = write_json(tmp / "test.json", unlabelled_records())
   out = str(tmp / "out")
-  m = hotpotqa.run(path, out, SMALL)
+  m = hotpotqa.run(f"{path},{test_path}", out, SMALL)
   return path, out, m
 
 
 def test_manifest_counts_reconcile(job):
   path, out, m = job
   assert m["counts"] == {"input": 7, "written": 3, "skipped": 1, "rejected": 3}
+  assert [(r["stage"], r["input"], r["output"], r["skipped"], r["rejected"])
+          for r in m["stage_counts"]] == [("read", 7, 7, 0, 0), ("parse", 7, 4, 0, 3),
+                                          ("labels", 4, 4, 0, 0), ("dedup", 4, 3, 1, 0),
+                                          ("segment", 3, 3, 0, 0)]
+  assert m["labels"] == {
+      path: {"mode": "labelled", "labelled": 3, "unlabelled": 0},
+      path.replace("in.json", "test.json"): {"mode": "unlabelled", "labelled": 0,
+                                             "unlabelled": 1}}
+  assert m["input_count_exact"] is True
+  assert [i["path"] for i in m["inputs"]] == sorted([path, path.replace("in.json", "test.json")])
+  assert all(i["bytes"] == os.path.getsize(i["path"]) for i in m["inputs"])
+  assert m["created_at"].endswith("+00:00")
+  dists = m["distributions"]
+  assert set(dists) >= {"tokens_per_document", "segments_per_document", "answers_per_question"}
+  assert dists["segments_per_document"]["count"] == 3
+  assert dists["segments_per_document"]["sum"] == m["examples"]["segments"]
+  # Answer occurrences per span question: q1 only ("Paris" 3 times; q2 is yes, q3 unlabelled).
+  assert dists["answers_per_question"]["count"] == 1
+  assert dists["answers_per_question"]["min"] == dists["answers_per_question"]["max"] == 3
   assert m["skipped_by_reason"] == {"dedup/duplicate_id": 1}
   assert m["rejected_by_reason"] == {"parse/bad_context": 1, "parse/missing_question": 1,
                                      "parse/not_an_object": 1}
@@ -91,8 +117,12 @@ def test_dead_letters_name_stage_reason_and_source(job):
   lines = [json.loads(l) for f in glob.glob(os.path.join(out, "dead_letter", "*.jsonl"))
            for l in open(f)]
   got = sorted((d["stage"], d["reason"], d["source_id"]) for d in lines)
-  assert got == [("parse", "bad_context", f"{path}#5"), ("parse", "missing_question", f"{path}#3"),
-                 ("parse", "not_an_object", f"{path}#4")]
+  assert got == [("parse", "bad_context", f"{path}#4"), ("parse", "missing_question", f"{path}#2"),
+                 ("parse", "not_an_object", f"{path}#3")]
+  skipped = [json.loads(l) for f in glob.glob(os.path.join(out, "skipped", "*.jsonl"))
+             for l in open(f)]
+  assert [(d["stage"], d["reason"], d["source_id"], d["kept_source_id"]) for d in skipped] == [
+      ("dedup", "duplicate_id", f"{path}#5", f"{path}#0")]
 
 
 def test_records_carry_ids_labels_and_exact_answer_spans(job):
@@ -171,10 +201,14 @@ def test_beam_counters(tmp_path):
   result.wait_until_finish()
   counters = {c.key.metric.name: c.committed
               for c in result.metrics().query()["counters"]}
-  assert counters["parse_ok"] == 4
+  assert counters["parse_ok"] == 3
   assert counters["parse_rejected_missing_question"] == 1
   assert counters["duplicate_id"] == 1
-  assert counters["documents"] == 3
+  assert counters["documents"] == 2
+  dists = {d.key.metric.name: d.committed for d in result.metrics().query()["distributions"]}
+  assert dists["segments_per_document"].count == 2
+  assert dists["answers_per_question"].sum == 3  # q1: 3 occurrences of Paris; q2: yes
+  assert dists["answers_per_question"].count == 1
 
 
 def test_determinism_across_runner_modes(tmp_path):
@@ -192,7 +226,7 @@ def test_determinism_across_runner_modes(tmp_path):
     files = sorted(glob.glob(os.path.join(out, "**", "*-of-*"), recursive=True))
     return {os.path.relpath(f, out): open(f, "rb").read() for f in files}
   a, b = contents(outs[0]), contents(outs[1])
-  assert sorted(a) == sorted(b) and len(a) == 3 + 3 + 1
+  assert sorted(a) == sorted(b) and len(a) == 3 + 3 + 1 + 1
   assert a == b
   assert sum(len(v) for k, v in a.items() if k.startswith("records")) > 0
 
@@ -235,10 +269,12 @@ def test_without_dedup_duplicate_ids_fail_clearly(tmp_path):
   path = write_json(tmp_path / "in.json", good_records() + bad_records())
   cfg = RecordsConfig(segmenter=SMALL.segmenter, segments_per_pack=8, num_shards=2,
                       deduplicate=False)
-  with pytest.raises(Exception, match="--deduplicate"):
+  with pytest.raises(Exception, match="--nodeduplicate ids must be unique") as e:
     hotpotqa.run(path, str(tmp_path / "out"), cfg)
+  assert user_error_message(e.value).startswith("1 document ids occur more than once")
+  assert list((tmp_path / "out").rglob("*")) == []  # nothing written, not even a directory
   m = hotpotqa.run(write_json(tmp_path / "ok.json", good_records()), str(tmp_path / "ok"), cfg)
-  assert m["counts"] == {"input": 3, "written": 3, "skipped": 0, "rejected": 0}
+  assert m["counts"] == {"input": 2, "written": 2, "skipped": 0, "rejected": 0}
 
 
 def test_jsonl_input_with_a_bad_line(tmp_path):

@@ -209,7 +209,7 @@ def _env() -> Dict[str, str]:
 
 def test_hotpotqa_pipeline_output_and_cli_html(tmp_path):
   from pipelines import hotpotqa
-  from pipelines.beam.documents import RecordsConfig
+  from pipelines.beam.config import RecordsConfig
 
   data = [{
       "_id": "q-hp", "question": "Which city hosts the Blue Tower?", "answer": "Zurich",

@@ -1,0 +1,43 @@
+"""RecordsConfig: everything that shapes a job's output records (the manifest's ``config``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict
+
+from pipelines.text.segmenter import SegmenterConfig
+from pipelines.text.tokenizer import TokenizerSpec
+
+
+def _at_least(name: str, value: int, low: int, note: str = "") -> None:
+  if not isinstance(value, int) or isinstance(value, bool) or value < low:
+    raise ValueError(f"--{name} must be an integer >= {low}{note}, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordsConfig:
+  """Segmenting, packing and sharding settings; invalid combinations are refused up front
+  with a message naming the command-line flag."""
+  segmenter: SegmenterConfig = SegmenterConfig()
+  tokenizer: TokenizerSpec = TokenizerSpec()
+  segments_per_pack: int = 128
+  num_shards: int = 0  # 0: ceil(total segments / segments_per_shard), at least 1
+  segments_per_shard: int = 16384
+  deduplicate: bool = True
+  batch_size: int = 64
+
+  def __post_init__(self):
+    _at_least("segments_per_pack", self.segments_per_pack, 1)
+    _at_least("num_shards", self.num_shards, 0, " (0 derives it from the segment count)")
+    _at_least("segments_per_shard", self.segments_per_shard, 1)
+    _at_least("batch_size", self.batch_size, 1)
+    if self.segmenter.max_segments_per_document > self.segments_per_pack:
+      raise ValueError(
+          f"--max_segments_per_document={self.segmenter.max_segments_per_document} exceeds "
+          f"--segments_per_pack={self.segments_per_pack}: a (sub-)document must fit one pack.")
+
+  def describe(self) -> Dict[str, Any]:
+    d = dataclasses.asdict(self.segmenter)
+    d.update(segments_per_pack=self.segments_per_pack, num_shards=self.num_shards,
+             segments_per_shard=self.segments_per_shard, deduplicate=self.deduplicate)
+    return d

@@ -1,0 +1,96 @@
+"""Label completeness of QA inputs: a question without an answer is only valid in a test file.
+
+HotpotQA, TriviaQA and NarrativeQA ship test files without answers; their questions are
+written unlabelled.  In a file where other questions do have answers, a question without one is
+a broken record (it would silently train as "no answer here"): it is dead-lettered as
+``labels/missing_answer``.  The decision is per input file, and the manifest's ``labels`` says
+which case applied to each file (``labelled``: every question has answers; ``unlabelled``: none
+has, a test file; ``mixed``: some questions were rejected).  Documents without a question
+(pretraining text) pass unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Iterable, List, Tuple
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
+from pipelines.beam.stats import STATS, BundleStats
+from pipelines.document import Document
+
+LABELS = "labels"
+_SOURCE = re.compile(r"^(.*)[#:]\d+$")
+
+
+def source_file(source_id: str) -> str:
+  """The input file of a source id (``path#index`` or ``path:line``)."""
+  m = _SOURCE.match(source_id)
+  return m.group(1) if m else source_id
+
+
+def is_labelled(doc: Document) -> bool:
+  return bool(doc.question is not None and doc.question.answers)
+
+
+def _file_label_counts(doc: Document) -> Iterable[Tuple[Tuple[str, bool], int]]:
+  if doc.question is not None:
+    yield (source_file(doc.source_id), is_labelled(doc)), 1
+
+
+def file_modes(counts: List[Tuple[Tuple[str, bool], int]]) -> Dict[str, Dict]:
+  """``{file: {"mode": labelled|unlabelled|mixed, "labelled": n, "unlabelled": n}}``."""
+  out: Dict[str, Dict] = {}
+  for (path, labelled), n in counts:
+    entry = out.setdefault(path, {"labelled": 0, "unlabelled": 0})
+    entry["labelled" if labelled else "unlabelled"] += n
+  for entry in out.values():
+    entry["mode"] = ("unlabelled" if not entry["labelled"] else
+                     "labelled" if not entry["unlabelled"] else "mixed")
+  return dict(sorted(out.items()))
+
+
+class _CheckFn(beam.DoFn):
+
+  def setup(self):
+    self._rejected = Metrics.counter("readtwice.labels", "missing_answer")
+
+  def start_bundle(self):
+    self._stats = BundleStats()
+
+  def process(self, doc: Document, modes: Dict[str, Dict]):
+    self._stats.count("labels/input")
+    if doc.question is not None and not is_labelled(doc):
+      path = source_file(doc.source_id)
+      mode = modes.get(path, {})
+      if mode.get("labelled"):
+        self._rejected.inc()
+        yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(
+            "labels", "missing_answer", doc.source_id,
+            f"question {doc.question.id!r} has no answer, but {mode['labelled']} questions of "
+            f"{path} have one (only test files without any answers may be unlabelled)"))
+        return
+    self._stats.count("labels/output")
+    yield doc
+
+  def finish_bundle(self):
+    yield from self._stats.emit()
+
+
+class CheckLabels(beam.PTransform):
+  """Documents -> the same documents minus unlabelled questions of labelled files.
+
+  Outputs: main (Document), ``dead_letter``, ``stats`` and ``labels`` (one dict
+  ``{file: {"mode", "labelled", "unlabelled"}}`` for the manifest).
+  """
+
+  def expand(self, docs: beam.PCollection) -> Dict[str, beam.PCollection]:
+    counts = (docs | "FileLabelCounts" >> beam.FlatMap(_file_label_counts)
+              | "SumPerFile" >> beam.CombinePerKey(sum))
+    modes = counts | "Modes" >> beam.combiners.ToList() | "ToModes" >> beam.Map(file_modes)
+    checked = docs | "Check" >> beam.ParDo(_CheckFn(), beam.pvalue.AsSingleton(modes)
+                                          ).with_outputs(DEAD_LETTER, STATS, main="documents")
+    return {"documents": checked.documents, DEAD_LETTER: checked[DEAD_LETTER],
+            STATS: checked[STATS], LABELS: modes}

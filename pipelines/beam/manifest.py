@@ -1,0 +1,119 @@
+"""The job's manifest (``manifest.json``) and ``COMPLETED``, written last, once everything else
+is written.  The format is documented and validated in ``schemas/manifest.py``."""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import logging
+from typing import Any, Dict, List, Tuple
+
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import documents as documents_schema
+from schemas import manifest as manifest_schema
+from schemas import records
+from pipelines.beam import writer
+from pipelines.beam.stats import split_stats
+
+LOGGER = logging.getLogger("pipelines")
+# Stages in pipeline order; a stage appears in ``stage_counts`` when it ran.
+STAGE_ORDER = ("read", "parse", "labels", "dedup", "segment")
+_STAGE_IO = {  # stage -> (input counter, output counter) in the stats
+    "parse": ("parse/input", "parse/output"),
+    "labels": ("labels/input", "labels/output"),
+    "dedup": ("dedup/input", "dedup/output"),
+    "segment": ("segment/input", "segment/documents"),
+}
+
+
+def stage_counts(input_count: int, counters: Dict[str, int], rejected: Dict[str, int],
+                 skipped: Dict[str, int]) -> List[Dict[str, Any]]:
+  """Per stage, in order: ``input``, ``output``, ``skipped``, ``rejected`` (each counted where
+  it happens, so that ``input = output + skipped + rejected`` is a real check)."""
+  def by_stage(reasons):
+    out: Dict[str, int] = collections.Counter()
+    for k, v in reasons.items():
+      out[k.partition("/")[0]] += v
+    return out
+
+  rej, skip = by_stage(rejected), by_stage(skipped)
+  rows = []
+  read_out = counters.get("read/records", input_count - rej.get("read", 0))
+  rows.append({"stage": "read", "input": input_count, "output": read_out,
+               "skipped": skip.get("read", 0), "rejected": rej.get("read", 0)})
+  for stage in STAGE_ORDER[1:]:
+    i, o = _STAGE_IO[stage]
+    if i not in counters and not rej.get(stage) and not skip.get(stage):
+      continue
+    rows.append({"stage": stage, "input": counters.get(i, 0), "output": counters.get(o, 0),
+                 "skipped": skip.get(stage, 0), "rejected": rej.get(stage, 0)})
+  return rows
+
+
+def build_manifest(header: Dict[str, Any], input_count: int, stats: Dict[str, Any],
+                   reasons: List[Tuple[str, int]], shards: List[Dict[str, Any]],
+                   labels: Dict[str, Dict] | None = None,
+                   created_at: str | None = None) -> Dict:
+  """Assembles (and validates) the manifest from the pipeline's aggregated counters."""
+  counters, dists = split_stats(stats)
+  rejected_by_reason = dict(sorted(reasons))
+  skipped_by_reason = {k[len("skipped/"):]: v for k, v in counters.items()
+                       if k.startswith("skipped/")}
+  stages: Dict[str, Dict[str, int]] = collections.defaultdict(dict)
+  for k, v in counters.items():
+    stage, _, name = k.partition("/")
+    if stage != "skipped":
+      stages[stage][name] = v
+  for k, v in rejected_by_reason.items():
+    stage, _, reason = k.partition("/")
+    stages[stage][f"rejected:{reason}"] = v
+  record_shards = sorted((s for s in shards if s["kind"] == "records"), key=lambda s: s["path"])
+  examples = {"documents": counters.get("segment/documents", 0),
+              "sub_documents": counters.get("segment/sub_documents", 0),
+              "segments": counters.get("segment/segments", 0),
+              "packs": sum(s["packs"] for s in record_shards),
+              "padding_segments": sum(s["padding_segments"] for s in record_shards)}
+  docs = max(examples["documents"], 1)
+  examples["segments_per_document"] = round(examples["segments"] / docs, 3)
+
+  def side_files(kind, directory):
+    return sorted(f"{directory}/{s['path']}" for s in shards if s["kind"] == kind)
+
+  m = dict(header)
+  m.update(
+      manifest_version=manifest_schema.MANIFEST_VERSION,
+      schema_name=records.SCHEMA_NAME, schema_version=records.SCHEMA_VERSION,
+      created_at=created_at or datetime.datetime.now(datetime.timezone.utc).isoformat(
+          timespec="seconds"),
+      counts={"input": input_count, "written": examples["documents"],
+              "skipped": sum(skipped_by_reason.values()),
+              "rejected": sum(rejected_by_reason.values())},
+      # False when the read stage met an unreadable region that may have held several records
+      # (each such region counts as one input record).
+      input_count_exact=counters.get("read/uncertain_regions", 0) == 0,
+      stage_counts=stage_counts(input_count, counters, rejected_by_reason, skipped_by_reason),
+      rejected_by_reason=rejected_by_reason, skipped_by_reason=skipped_by_reason,
+      stages={k: dict(sorted(v.items())) for k, v in sorted(stages.items())},
+      distributions={k.partition("/")[2] or k: d.describe() for k, d in sorted(dists.items())},
+      labels=labels or {},
+      examples=examples,
+      shards=[{k: s[k] for k in ("path", "records", "bytes", "packs", "segments",
+                                 "sub_documents", "padding_segments")} for s in record_shards],
+      documents=side_files("documents", documents_schema.DOCUMENTS_DIR),
+      dead_letter=side_files("dead_letter", manifest_schema.DEAD_LETTER_DIR),
+      skipped=side_files("skipped", manifest_schema.SKIPPED_DIR))
+  return m
+
+
+def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
+                   stats: Dict[str, Any], reasons: List[Tuple[str, int]],
+                   shards: List[Dict[str, Any]], labels: Dict[str, Dict]):
+  """FlatMap body: writes ``manifest.json`` then ``COMPLETED``; yields the manifest."""
+  m = build_manifest(header, input_count, stats, reasons, shards, labels)
+  text = manifest_schema.dumps(m)  # validates: raises if the counters do not reconcile
+  writer.write_atomically(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE),
+                          [text.encode("utf-8")])
+  writer.write_atomically(FileSystems.join(output_dir, manifest_schema.COMPLETED_FILE), [])
+  LOGGER.info("manifest: %s", FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE))
+  yield m
