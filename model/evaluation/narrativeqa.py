@@ -257,7 +257,7 @@ def corpus_bleu(hypotheses: Sequence[str],
 def meteor_available() -> Optional[str]:
   """Returns None if METEOR can run, else the reason why it cannot."""
   try:
-    import pycocoevalcap.meteor.meteor  # pylint: disable=g-import-not-at-top,unused-import
+    import pycocoevalcap.meteor.meteor  # noqa: F401  # pylint: disable=g-import-not-at-top,unused-import
   except ImportError:
     return ('pycocoevalcap is not installed '
             '(pip install pycocoevalcap==1.2)')

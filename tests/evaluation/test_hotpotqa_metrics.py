@@ -13,11 +13,11 @@ from typing import Any, Dict, List
 
 import pytest
 
+from model.evaluation import hotpotqa
+
 from . import official_hotpot_reference as reference
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-from model.evaluation import hotpotqa
 SAMPLE_PATH = (REPO_ROOT.parent / 'shared' / 'samples' / 'hotpotqa' /
                'hotpot_dev_distractor_v1.head20.json')
 

@@ -7,20 +7,18 @@ single JVM for the whole module.
 """
 
 import math
-import os
 import pathlib
 import random
 import shutil
-import sys
 from fractions import Fraction
-from typing import Dict, List
+from typing import Dict
 
 import pytest
 
+from model.evaluation import narrativeqa as nqa
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLE_QAPS = REPO_ROOT / '..' / 'shared' / 'samples' / 'narrativeqa' / 'qaps.csv'
-
-from model.evaluation import narrativeqa as nqa
 
 try:
   from pycocoevalcap.bleu.bleu import Bleu

@@ -8,7 +8,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from pipelines.text.tokenizer import Encoded, word_starts
+from pipelines.text.tokenizer import Encoded
 
 SPECIAL = {"cls": 0, "pad": 1, "sep": 2, "mask": 3}
 

@@ -1,0 +1,203 @@
+"""The shared core's small stages, each against an independent expectation: statistics and
+distributions, progress lines, keep-first deduplication, label completeness, the manifest's
+per-stage reconciliation, and the code revision of an installed package."""
+
+import collections
+import logging
+import os
+import subprocess
+import sys
+
+import apache_beam as beam
+import pytest
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from schemas import manifest as manifest_schema
+from schemas import records
+from pipelines import keys, provenance
+from pipelines.beam import manifest, writer
+from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.dedup import SKIPPED, DeduplicateDocuments, source_order
+from pipelines.beam.labels import LABELS, CheckLabels, source_file
+from pipelines.beam.progress import Progress
+from pipelines.beam.stats import STATS, BundleStats, Distribution, SumStats, split_stats
+from pipelines.document import Document, Question
+
+
+# ------------------------------------------------------------------------------ statistics
+
+def test_distribution_matches_a_direct_computation():
+  values = [0, 1, 1, 2, 3, 7, 8, 100, 4096]
+  d = Distribution.of(values)
+  assert (d.count, d.total, d.min, d.max) == (9, sum(values), 0, 4096)
+  expected = collections.Counter()
+  for v in values:  # bucket: [0,1), [1,2), [2,4), [4,8), ...
+    lo = 0 if v == 0 else 1 << (v.bit_length() - 1)
+    hi = 1 if v == 0 else lo * 2
+    expected[f"{lo}-{hi}"] += 1
+  desc = d.describe()
+  assert desc["histogram"] == dict(expected)
+  assert desc["mean"] == round(sum(values) / 9, 3)
+  # Merging two halves equals the distribution of the whole, in either order.
+  a, b = Distribution.of(values[:4]), Distribution.of(values[4:])
+  assert a.merge(b) == b.merge(a) == d
+  assert Distribution().merge(d) == d.merge(Distribution()) == d
+  with pytest.raises(ValueError):
+    Distribution().add(-1)
+
+
+def test_sum_stats_sums_counters_and_merges_distributions_in_a_pipeline():
+  parts = [{"a/x": 1, "a/d": Distribution.of([1, 2])}, {"a/x": 2},
+           {"b/y": 5, "a/d": Distribution.of([40])}]
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | beam.Create(parts) | beam.CombineGlobally(SumStats())
+    assert_that(out, equal_to([{"a/d": Distribution.of([1, 2, 40]), "a/x": 3, "b/y": 5}]))
+  counters, dists = split_stats({"a/x": 3, "a/d": Distribution.of([1])})
+  assert counters == {"a/x": 3} and list(dists) == ["a/d"]
+
+
+def test_bundle_stats_emits_one_dict_per_bundle_and_resets():
+  s = BundleStats()
+  s.count("parse/input")
+  s.count("parse/input", 2)
+  s.update({"x": 4}, prefix="parse/")
+  s.observe("segment/tokens", 10)
+  s.observe("segment/tokens", 3)
+  (out,) = list(s.emit())
+  assert out.tag == STATS
+  assert out.value.value == {"parse/input": 3, "parse/x": 4,
+                             "segment/tokens": Distribution.of([10, 3])}
+  assert list(s.emit()) == []  # reset: nothing left to emit
+
+
+def test_progress_lines_are_rate_limited(caplog):
+  now = [0.0]
+  p = Progress("segment", every_s=10, clock=lambda: now[0])
+  with caplog.at_level(logging.INFO, logger="pipelines"):
+    for t in range(25):
+      now[0] = float(t)
+      p.update(2)
+    p.done(lambda n, e: f"{n} documents in {e:.0f} s")
+  lines = [r.getMessage() for r in caplog.records]
+  # Due at t=10 and t=20 only, then the final line.
+  assert lines == ["segment: 22 done (2/s)", "segment: 42 done (2/s)",
+                   "segment: 50 documents in 24 s"]
+
+
+# ------------------------------------------------------------------------------ dedup
+
+def _doc(doc_id, source_id, answers=("x",)):
+  q = Question(doc_id, "Q?", tuple(answers),
+               records.ANSWER_TYPE_SPAN if answers else records.ANSWER_TYPE_NONE)
+  return Document(id=doc_id, text="x y", source_id=source_id, question=q)
+
+
+def test_source_order_is_input_order():
+  ids = ["f.json#10", "f.json#2", "g.json:1", "f.json#0", "e.json#100"]
+  assert sorted(ids, key=source_order) == ["e.json#100", "f.json#0", "f.json#2", "f.json#10",
+                                           "g.json:1"]
+  assert sorted(ids) != sorted(ids, key=source_order)  # string order was the defect
+
+
+def test_dedup_keeps_the_first_occurrence_and_records_the_skipped_ones():
+  docs = [_doc("a", "f#10"), _doc("a", "f#2"), _doc("a", "f#11"), _doc("b", "f#3")]
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | beam.Create(docs) | DeduplicateDocuments()
+    assert_that(out.documents | beam.Map(lambda d: (d.id, d.source_id)),
+                equal_to([("a", "f#2"), ("b", "f#3")]), label="kept")
+    assert_that(out[SKIPPED] | beam.Map(lambda d: (d["stage"], d["reason"], d["source_id"],
+                                                   d["document_id"], d["kept_source_id"])),
+                equal_to([("dedup", "duplicate_id", "f#10", "a", "f#2"),
+                          ("dedup", "duplicate_id", "f#11", "a", "f#2")]), label="skipped")
+    assert_that(out[STATS] | beam.CombineGlobally(SumStats()),
+                equal_to([{"dedup/input": 4, "dedup/output": 2,
+                           "skipped/dedup/duplicate_id": 2}]), label="stats")
+
+
+# ------------------------------------------------------------------------------ labels
+
+def test_unanswered_question_in_a_labelled_file_is_a_dead_letter():
+  docs = [_doc("a", "train.json#0"), _doc("b", "train.json#1", answers=()),
+          _doc("c", "test.json#0", answers=()), _doc("d", "test.json#1", answers=()),
+          Document(id="e", text="plain text", source_id="books.txt:1")]
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | beam.Create(docs) | CheckLabels()
+    assert_that(out["documents"] | beam.Map(lambda d: d.id), equal_to(["a", "c", "d", "e"]),
+                label="kept")
+    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["reason"],
+                                                       d["source_id"])),
+                equal_to([("labels", "missing_answer", "train.json#1")]), label="dead")
+    assert_that(out[LABELS], equal_to([{
+        "test.json": {"mode": "unlabelled", "labelled": 0, "unlabelled": 2},
+        "train.json": {"mode": "mixed", "labelled": 1, "unlabelled": 1}}]), label="labels")
+  assert source_file("gs://b/x#y.json#12") == "gs://b/x#y.json"
+  assert source_file("a.jsonl:3") == "a.jsonl"
+
+
+# ------------------------------------------------------------------------------ manifest
+
+def _header():
+  return {"job": "t", "git_revision": "r", "tokenizer": {"name": "n"}, "config": {},
+          "inputs": []}
+
+
+def test_manifest_stage_counts_reconcile_per_stage():
+  stats = {"read/records": 9, "parse/input": 9, "parse/output": 7, "labels/input": 7,
+           "labels/output": 6, "dedup/input": 6, "dedup/output": 5,
+           "skipped/dedup/duplicate_id": 1, "segment/input": 5, "segment/documents": 4,
+           "segment/segments": 8, "segment/tokens_per_document": Distribution.of([5, 6, 7, 8])}
+  reasons = [("read/invalid_json", 1), ("parse/bad_id", 2), ("labels/missing_answer", 1),
+             ("segment/empty_context", 1)]
+  m = manifest.build_manifest(_header(), 10, stats, reasons, [], {}, created_at="T")
+  assert m["counts"] == {"input": 10, "written": 4, "skipped": 1, "rejected": 5}
+  assert [(r["stage"], r["input"], r["output"], r["skipped"], r["rejected"])
+          for r in m["stage_counts"]] == [
+              ("read", 10, 9, 0, 1), ("parse", 9, 7, 0, 2), ("labels", 7, 6, 0, 1),
+              ("dedup", 6, 5, 1, 0), ("segment", 5, 4, 0, 1)]
+  assert m["distributions"]["tokens_per_document"]["sum"] == 26
+  assert m["created_at"] == "T" and m["skipped"] == []
+  manifest_schema.loads(manifest_schema.dumps(m))
+
+
+def test_manifest_refuses_a_stage_that_loses_items():
+  stats = {"read/records": 3, "parse/input": 3, "parse/output": 3, "segment/input": 2,
+           "segment/documents": 2}
+  m = manifest.build_manifest(_header(), 3, stats, [], [], {})
+  m["counts"] = {"input": 3, "written": 2, "skipped": 0, "rejected": 1}  # totals reconcile...
+  m["rejected_by_reason"] = {"parse/x": 1}
+  with pytest.raises(manifest_schema.ManifestError, match="stage"):
+    manifest_schema.dumps(m)  # ...but parse passed on 3 and segment received 2
+
+
+def test_writer_shards_on_the_shared_key_group():
+  k1, k2 = keys.join_key("doc", "q", "000001"), keys.join_key("doc", "q", "000002")
+  assert keys.group_of(k1) == "doc"
+  assert {writer.shard_of(k, 97) for k in (k1, k2, "doc")} == {writer.shard_of("doc", 97)}
+  assert "skipped/skipped-*-of-*" in writer.OUTPUT_PATTERNS
+
+
+# ------------------------------------------------------------------------------ provenance
+
+def test_git_revision_of_a_checkout_and_of_an_installed_copy(tmp_path):
+  rev = provenance.git_revision()
+  head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                        cwd=os.path.dirname(provenance.__file__)).stdout.strip()
+  if head:
+    assert rev.split("+")[0] == head
+  # A copy outside any checkout (as pip installs it) reads the stamp setup.py wrote.
+  pkg = tmp_path / "site" / "pipelines"
+  pkg.mkdir(parents=True)
+  (pkg / "__init__.py").write_text("")
+  (pkg / "provenance.py").write_text(open(provenance.__file__).read())
+  (pkg / "REVISION").write_text("0123abc\n")
+  code = "from pipelines import provenance; print(provenance.git_revision())"
+  env = dict(os.environ, PYTHONPATH=str(tmp_path / "site"))
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=str(tmp_path), env=env)
+  assert out.stdout.strip() == "0123abc", out.stderr
+  (pkg / "REVISION").unlink()
+  out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=str(tmp_path), env=env)
+  assert out.stdout.strip() == "unknown"
