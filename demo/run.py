@@ -46,6 +46,13 @@ def _run(step: str, args: List[str]) -> List[str]:
   return proc.stdout.strip().splitlines()
 
 
+def train_flags(records_dir: str, model_dir: str, steps: int) -> List[str]:
+  """The demo's ``python -m model.train`` flags (warm-up: 10 steps, at most ``steps``)."""
+  return ["--records_dir", records_dir, "--model_dir", model_dir, "--preset", "tiny",
+          "--steps", str(steps), "--learning_rate", "2e-3",
+          "--warmup_steps", str(min(10, steps))]
+
+
 def _last_json(lines: List[str]) -> Dict:
   return json.loads(lines[-1])
 
@@ -95,9 +102,8 @@ def main() -> None:
 
   model_dir = os.path.join(out, "model")
   shutil.rmtree(model_dir, ignore_errors=True)  # train from scratch, not resume an old run
-  lines = _run("train", ["-m", "model.train", "--records_dir", os.path.join(out, "records_train"),
-                         "--model_dir", model_dir, "--preset", "tiny", "--steps",
-                         str(args.steps), "--learning_rate", "2e-3", "--warmup_steps", "10"])
+  lines = _run("train", ["-m", "model.train"]
+               + train_flags(os.path.join(out, "records_train"), model_dir, args.steps))
   steps = [json.loads(l) for l in lines if l.startswith("{") and '"step"' in l]
   train_summary = _last_json(lines)
   k = max(1, len(steps) // 5)

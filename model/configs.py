@@ -30,7 +30,8 @@ class ModelConfig:
     dropout: Dropout rate for embeddings, attention and feed-forward outputs.
     memory_source: Where memories come from: ``"cls"`` (one memory per segment, its CLS
       token) is implemented; ``"sts"`` and ``"entity"`` are reserved for later.
-    max_segment_distance: B; relative segment distances are clipped to ``[-B, B]``.
+    max_segment_distance: B; relative segment distances are clipped to ``[-B, B]`` (the paper
+      uses B = 10, the default).
     memory_top_k: If set, each token attends only to its top-k memories (by score).
     pre_layer_norm: Pre-LN transformer blocks if True, post-LN (BERT/RoBERTa) if False.
     initializer_range: Stddev of the truncated-normal initialiser.
@@ -45,7 +46,7 @@ class ModelConfig:
   max_seq_length: int = 512
   dropout: float = 0.1
   memory_source: str = "cls"
-  max_segment_distance: int = 8
+  max_segment_distance: int = 10
   memory_top_k: Optional[int] = None
   pre_layer_norm: bool = False
   initializer_range: float = 0.02
@@ -83,12 +84,17 @@ class TrainConfig:
   """Trainer settings.
 
   Attributes:
-    learning_rate: Peak learning rate.
-    steps: Number of training steps (one pack = one global batch = one step).
+    learning_rate: Peak learning rate (> 0).
+    steps: Number of training steps (>= 1; one pack = one global batch = one step).
     optimizer: ``"adamw"`` or ``"lamb"``.
-    weight_decay: Decoupled weight decay.
-    warmup_steps: Linear warm-up steps, then linear decay to 0 at ``steps``.
-    clipnorm: Global gradient-norm clip (None: no clipping).
+    weight_decay: Decoupled weight decay (>= 0), applied to kernels and embeddings but not to
+      LayerNorm parameters or biases (see ``model.train.decays_weight``).
+    warmup_steps: Linear warm-up steps (in ``[0, steps]``), then linear decay to
+      ``end_learning_rate_fraction * learning_rate`` at ``steps``.
+    end_learning_rate_fraction: Learning rate reached at ``steps`` as a fraction of the peak, in
+      ``[0, 1]`` (0: decay to 0; 1: constant after warm-up).
+    clipnorm: Gradient-norm clip, Keras ``clipnorm``: each variable's gradient is clipped to
+      this norm separately (not a global norm). None: no clipping; else > 0.
     seed: Seed for initialisation, dropout and data shuffling.
     shuffle: Shuffle packs (and files).
     jit_compile: XLA-compile the train step.
@@ -101,6 +107,7 @@ class TrainConfig:
   optimizer: str = "adamw"
   weight_decay: float = 0.01
   warmup_steps: int = 0
+  end_learning_rate_fraction: float = 0.0
   clipnorm: Optional[float] = 1.0
   seed: int = 0
   shuffle: bool = True
@@ -112,6 +119,23 @@ class TrainConfig:
   def __post_init__(self):
     if self.optimizer not in ("adamw", "lamb"):
       raise ValueError(f"optimizer must be 'adamw' or 'lamb', got {self.optimizer!r}.")
+    if self.steps < 1:
+      raise ValueError(f"steps must be >= 1, got {self.steps}.")
+    if not self.learning_rate > 0:
+      raise ValueError(f"learning_rate must be > 0, got {self.learning_rate}.")
+    if not 0 <= self.warmup_steps <= self.steps:
+      raise ValueError(f"warmup_steps must be in [0, steps={self.steps}], got "
+                       f"{self.warmup_steps}.")
+    if not 0.0 <= self.end_learning_rate_fraction <= 1.0:
+      raise ValueError("end_learning_rate_fraction must be in [0, 1], got "
+                       f"{self.end_learning_rate_fraction}.")
+    if not self.weight_decay >= 0:
+      raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}.")
+    if self.clipnorm is not None and not self.clipnorm > 0:
+      raise ValueError(f"clipnorm must be None (no clipping) or > 0, got {self.clipnorm}.")
+    for name in ("checkpoint_every", "max_checkpoints", "log_every"):
+      if getattr(self, name) < 1:
+        raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -146,10 +170,10 @@ def tiny(vocab_size: int = 128, max_seq_length: int = 64, **overrides) -> ModelC
 
 
 def base(**overrides) -> ModelConfig:
-  """RoBERTa-base shaped: 768 / 12 heads / 3072, 12 layers BERT_1 + 2 layers BERT_2."""
+  """RoBERTa-base shaped: 768 / 12 heads / 3072, 12 layers BERT_1 + 2 layers BERT_2, B = 10."""
   kw = dict(vocab_size=50265, hidden_size=768, num_heads=12, intermediate_size=3072,
             num_layers_first=12, num_layers_second=2, max_seq_length=512, dropout=0.1,
-            layer_norm_epsilon=1e-5)
+            max_segment_distance=10, layer_norm_epsilon=1e-5)
   kw.update(overrides)
   return ModelConfig(**kw)
 

@@ -153,6 +153,42 @@ def task_options(args: argparse.Namespace) -> Dict[str, Any]:
           if task == args.task and getattr(args, flag) is not None}
 
 
+def missing_warning(task: str, metrics: Dict[str, Any]) -> Optional[str]:
+  """The stderr warning about gold entries without a prediction, or None if there are none.
+
+  Says what the task's metrics module does with them: HotpotQA scores a missing answer 0 on
+  the answer metrics and a missing supporting-fact list 0 on the sp metrics (either one 0 on
+  the joint metrics); TriviaQA scores a missing key 0; NarrativeQA scores a missing question
+  as an EMPTY answer (0 ROUGE-L and METEOR; it adds reference length but no n-grams to BLEU).
+
+  Args:
+    task: Key of `TASKS`.
+    metrics: What the task's `evaluate` returned (its `n_*` counts are read).
+
+  Returns:
+    One line starting with 'warning: ', or None.
+  """
+  n_gold = metrics.get('n_gold')
+  if task == 'hotpotqa':
+    answer, sp = metrics.get('n_missing_answer', 0), metrics.get('n_missing_sp', 0)
+    if not (answer or sp):
+      return None
+    return (f'warning: of {n_gold} gold questions, {answer} have no answer prediction and '
+            f'{sp} no supporting-fact (sp) prediction; a missing answer scores 0 on the '
+            'answer and joint metrics, a missing sp 0 on the sp and joint metrics')
+  missing = metrics.get('n_missing', 0)
+  if not missing:
+    return None
+  if task == 'narrativeqa':
+    return (f'warning: {missing} of {n_gold} gold questions have no prediction; they are '
+            'scored as an empty answer (0 ROUGE-L and METEOR; reference length but no '
+            'n-grams for BLEU)')
+  if task == 'triviaqa':
+    return (f'warning: {missing} of {n_gold} gold keys have no prediction; they score 0 on '
+            'exact_match and f1')
+  return f'warning: {missing} of {n_gold} gold entries have no prediction'
+
+
 def main(argv: Optional[List[str]] = None) -> int:
   """CLI entry point; returns the process exit code."""
   args = parse_args(argv)
@@ -162,13 +198,9 @@ def main(argv: Optional[List[str]] = None) -> int:
   except EvaluationError as e:
     print(f'error: {e}', file=sys.stderr)
     return 1
-  missing_answer = metrics.get('n_missing_answer', metrics.get('n_missing', 0))
-  missing_sp = metrics.get('n_missing_sp', 0)
-  if missing_answer or missing_sp:
-    print(f'warning: {missing_answer} gold entries have no answer prediction'
-          + (f' and {missing_sp} no sp prediction' if 'n_missing_sp' in metrics
-             else '') + '; they score 0 (NarrativeQA: scored as empty)',
-          file=sys.stderr)
+  warning = missing_warning(args.task, metrics)
+  if warning:
+    print(warning, file=sys.stderr)
   print(json.dumps(metrics, sort_keys=True))
   return 0
 

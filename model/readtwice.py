@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from model.configs import ModelConfig
 from model.layers import ExtractMemories, MemoryAttention, TransformerStack, gather_memories
+from model.layers.initializers import truncated_normal
 from schemas import records
 
 NEG_LOGIT = -10000.0
@@ -53,12 +54,16 @@ class ReadTwiceModel(keras.Model):
       config = ModelConfig.from_dict(config)
     self.config = config
     c = config
-    init = keras.initializers.TruncatedNormal(stddev=c.initializer_range)
+    # A new initializer per weight: one shared instance would give identical values (the
+    # position table would equal the first rows of the token table; see model.layers.initializers).
+    def init():
+      return truncated_normal(c.initializer_range)
+
     self.token_embedding = keras.layers.Embedding(c.vocab_size, c.hidden_size,
-                                                  embeddings_initializer=init,
+                                                  embeddings_initializer=init(),
                                                   name="token_embedding")
     self.position_embedding = keras.layers.Embedding(c.max_seq_length, c.hidden_size,
-                                                     embeddings_initializer=init,
+                                                     embeddings_initializer=init(),
                                                      name="position_embedding")
     self.embedding_norm = keras.layers.LayerNormalization(epsilon=c.layer_norm_epsilon,
                                                           name="embedding_norm")
@@ -76,10 +81,10 @@ class ReadTwiceModel(keras.Model):
         dropout=c.dropout, layer_norm_epsilon=c.layer_norm_epsilon,
         initializer_range=c.initializer_range, name="memory_attention")
     self.second_read = TransformerStack(c.num_layers_second, name="bert_2", **stack)
-    self.span_head = keras.layers.Dense(2, kernel_initializer=init, name="span_head")
-    self.answer_type_head = keras.layers.Dense(3, kernel_initializer=init,
+    self.span_head = keras.layers.Dense(2, kernel_initializer=init(), name="span_head")
+    self.answer_type_head = keras.layers.Dense(3, kernel_initializer=init(),
                                                name="answer_type_head")
-    self.supporting_head = keras.layers.Dense(1, kernel_initializer=init,
+    self.supporting_head = keras.layers.Dense(1, kernel_initializer=init(),
                                               name="supporting_head")
 
   def call(self, inputs, training=False):

@@ -3,8 +3,15 @@
 CLI::
 
   python -m model.train --records_dir <pipeline output dir> --model_dir <dir> \
-      --preset tiny --steps 30 --learning_rate 1e-3 [--optimizer adamw|lamb] [--jit_compile]
+      [--preset tiny|base | --model_config model.json] [--steps 1000] [--learning_rate 5e-5] \
+      [--warmup_steps 0] [--end_learning_rate_fraction 0] [--optimizer adamw|lamb] \
+      [--weight_decay 0.01] [--clipnorm 1.0|none] [--seed 0] [--no_shuffle] [--jit_compile] \
+      [--checkpoint_every 1000] [--max_checkpoints 3] [--log_every 1]
 
+e.g. ``--preset tiny --steps 120 --learning_rate 2e-3 --warmup_steps 10`` (the demo).  Every
+trainer flag defaults to the matching :class:`model.configs.TrainConfig` field (the values shown);
+invalid values (e.g. ``--steps 0``) print the usage and one ``error: ...`` line on stderr and
+exit with status 2.  It
 prints one JSON line per step (``{"step", "loss", ...}``) and a final JSON summary line
 (``{"summary": true, "first_loss", "last_loss", ...}``).  Writes ``<model_dir>/config.json``,
 checkpoints (``tf.train.CheckpointManager``, prefix ``ckpt``) and TensorBoard summaries under
@@ -14,6 +21,7 @@ checkpoints (``tf.train.CheckpointManager``, prefix ``ckpt``) and TensorBoard su
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -34,7 +42,18 @@ TRAIN_KEYS = readtwice.MODEL_INPUT_KEYS + ("answer_type", "supporting", "answer_
 
 @keras.saving.register_keras_serializable(package="readtwice")
 class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
-  """Linear warm-up to ``peak`` over ``warmup_steps``, then linear decay to ``end_fraction*peak``."""
+  """Linear warm-up to ``peak``, then linear decay to ``end_fraction * peak`` at ``total_steps``.
+
+  With ``w = warmup_steps``, ``T = total_steps``, ``e = end_fraction`` and the 0-based optimizer
+  step ``s`` (the update that ends step ``s + 1``)::
+
+    s < w:   peak * (s + 1) / w
+    s >= w:  peak * (1 - (1 - e) * min(1, (s - w) / max(T - w, 1)))
+
+  so the rate reaches ``peak`` at the last warm-up step and at ``s = w``, and (for ``w < T``)
+  ``e * peak`` at ``s = T`` (the last update, ``s = T - 1``, still uses
+  ``peak * (e + (1 - e) / (T - w))``).
+  """
 
   def __init__(self, peak: float, total_steps: int, warmup_steps: int = 0,
                end_fraction: float = 0.0):
@@ -58,12 +77,45 @@ class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
                 end_fraction=self.end_fraction)
 
 
-def make_optimizer(tc: configs_lib.TrainConfig) -> keras.optimizers.Optimizer:
-  schedule = WarmupLinearDecay(tc.learning_rate, tc.steps, tc.warmup_steps, end_fraction=0.1)
-  kw = dict(learning_rate=schedule, weight_decay=tc.weight_decay, clipnorm=tc.clipnorm)
+def make_schedule(tc: configs_lib.TrainConfig) -> WarmupLinearDecay:
+  """The learning-rate schedule of ``tc``: warm-up, then decay to ``end_learning_rate_fraction``."""
+  return WarmupLinearDecay(tc.learning_rate, tc.steps, tc.warmup_steps,
+                           end_fraction=tc.end_learning_rate_fraction)
+
+
+def decays_weight(variable) -> bool:
+  """Whether weight decay applies to ``variable`` (the BERT/RoBERTa rule).
+
+  Decayed: every matrix a layer multiplies by, i.e. Dense / attention ``kernel``s, the token and
+  position ``embeddings`` tables, and MemoryAttention's ``noop_key`` / ``noop_value``.
+  Not decayed: LayerNorm ``gamma`` / ``beta`` and every bias: Dense / attention ``bias``,
+  MemoryAttention's ``relative_bias`` table (per-head bias per relative segment distance) and
+  ``noop_bias``.
+
+  Decided by the variable's own name, the last component of ``variable.path`` (Keras 3 ``name``
+  is that component too): ``gamma``, ``beta``, ``bias`` or ``*_bias`` are not decayed.  Only
+  LayerNormalization creates ``gamma`` / ``beta`` in this model.  (Keras'
+  ``exclude_from_weight_decay(var_names=...)`` regex-searches ``variable.name``, which never
+  holds the owning layer's name, so patterns like ``"norm"`` match nothing.)
+  """
+  name = variable.path.rsplit("/", 1)[-1]
+  return not (name in ("gamma", "beta", "bias") or name.endswith("_bias"))
+
+
+def make_optimizer(tc: configs_lib.TrainConfig, variables) -> keras.optimizers.Optimizer:
+  """AdamW or Lamb on :func:`make_schedule`, with weight decay only where :func:`decays_weight`.
+
+  Args:
+    tc: trainer config (``optimizer``, ``weight_decay``, ``clipnorm`` and the schedule fields).
+    variables: the variables the optimizer will train (``model.trainable_variables``); those
+      that :func:`decays_weight` rejects are excluded from weight decay.  Must be given before
+      the optimizer is built.  Both optimizers apply Keras' decoupled decay
+      ``w -= learning_rate * weight_decay * w`` (for Lamb outside the trust ratio).
+  """
+  kw = dict(learning_rate=make_schedule(tc), weight_decay=tc.weight_decay, clipnorm=tc.clipnorm)
   opt_cls = keras.optimizers.AdamW if tc.optimizer == "adamw" else keras.optimizers.Lamb
   opt = opt_cls(**kw)
-  opt.exclude_from_weight_decay(var_names=["norm", "bias", "relative_bias"])
+  opt.exclude_from_weight_decay(var_list=[v for v in variables if not decays_weight(v)])
   return opt
 
 
@@ -117,7 +169,7 @@ def train(records_dir: str, model_dir: str,
   n = int(manifest["config"]["segments_per_pack"])
 
   model = readtwice.build_model(mc, seq_length, n)
-  optimizer = make_optimizer(tc)
+  optimizer = make_optimizer(tc, model.trainable_variables)
   optimizer.build(model.trainable_variables)
   step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
   ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
@@ -183,32 +235,75 @@ def load_model(model_dir: str, checkpoint: Optional[str] = None):
   return model, mc
 
 
-def main(argv=None) -> int:
-  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  p.add_argument("--records_dir", required=True)
-  p.add_argument("--model_dir", required=True)
-  p.add_argument("--preset", default="tiny", choices=sorted(configs_lib.PRESETS))
+def _clipnorm(text: str) -> Optional[float]:
+  """``--clipnorm`` value: a number, or ``none`` for no clipping."""
+  if text.strip().lower() == "none":
+    return None
+  try:
+    return float(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+  """The CLI; every trainer flag's default is the matching ``TrainConfig`` field's default."""
+  d = configs_lib.TrainConfig()
+  p = argparse.ArgumentParser(prog="python -m model.train",
+                              description=__doc__.split("\n\n")[0],
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p.add_argument("--records_dir", required=True, help="pipeline output dir")
+  p.add_argument("--model_dir", required=True,
+                 help="config.json, checkpoints and tb/ go here; resumes from its checkpoint")
+  p.add_argument("--preset", default="tiny", choices=sorted(configs_lib.PRESETS),
+                 help="model preset, fitted to the records' vocab (and, tiny, seq length)")
   p.add_argument("--model_config", default=None,
                  help="JSON file with a ModelConfig (overrides --preset).")
-  p.add_argument("--steps", type=int, default=30)
-  p.add_argument("--learning_rate", type=float, default=1e-3)
-  p.add_argument("--optimizer", default="adamw", choices=["adamw", "lamb"])
-  p.add_argument("--warmup_steps", type=int, default=0)
-  p.add_argument("--seed", type=int, default=0)
-  p.add_argument("--checkpoint_every", type=int, default=1000)
-  p.add_argument("--no_shuffle", action="store_true")
-  p.add_argument("--jit_compile", action="store_true")
+  p.add_argument("--steps", type=int, default=d.steps, help="training steps (packs)")
+  p.add_argument("--learning_rate", type=float, default=d.learning_rate,
+                 help="peak learning rate")
+  p.add_argument("--warmup_steps", type=int, default=d.warmup_steps,
+                 help="linear warm-up steps")
+  p.add_argument("--end_learning_rate_fraction", type=float,
+                 default=d.end_learning_rate_fraction,
+                 help="learning rate reached at --steps, as a fraction of the peak")
+  p.add_argument("--optimizer", default=d.optimizer, choices=["adamw", "lamb"], help="optimizer")
+  p.add_argument("--weight_decay", type=float, default=d.weight_decay,
+                 help="decoupled weight decay (kernels and embeddings only)")
+  p.add_argument("--clipnorm", type=_clipnorm, default=d.clipnorm,
+                 help="per-variable gradient-norm clip; 'none' disables clipping")
+  p.add_argument("--seed", type=int, default=d.seed,
+                 help="seed for initialisation, dropout and shuffling")
+  p.add_argument("--no_shuffle", dest="shuffle", action="store_false", default=d.shuffle,
+                 help="do not shuffle packs (default: shuffle=%(default)s)")
+  p.add_argument("--jit_compile", action="store_true", default=d.jit_compile,
+                 help="XLA-compile the train step")
+  p.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every,
+                 help="checkpoint interval (steps)")
+  p.add_argument("--max_checkpoints", type=int, default=d.max_checkpoints,
+                 help="checkpoints kept")
+  p.add_argument("--log_every", type=int, default=d.log_every,
+                 help="TensorBoard summary interval (steps)")
+  return p
+
+
+# Every TrainConfig field is set from the CLI flag of the same name (``build_parser``).
+CLI_TRAIN_FIELDS = tuple(f.name for f in dataclasses.fields(configs_lib.TrainConfig))
+
+
+def main(argv=None) -> int:
+  p = build_parser()
   args = p.parse_args(argv)
-  if args.model_config:
-    with open(args.model_config) as f:
-      mc = configs_lib.ModelConfig.from_json(f.read())
-  else:
+  try:  # Validate before touching the records or TF state: bad numbers are usage errors.
+    tc = configs_lib.TrainConfig(**{f: getattr(args, f) for f in CLI_TRAIN_FIELDS})
+    if args.model_config:
+      with open(args.model_config) as f:
+        mc = configs_lib.ModelConfig.from_json(f.read())
+    else:
+      mc = None
+  except (OSError, ValueError) as e:
+    p.error(str(e))
+  if mc is None:
     mc = config_from_manifest(args.records_dir, args.preset)
-  tc = configs_lib.TrainConfig(learning_rate=args.learning_rate, steps=args.steps,
-                               optimizer=args.optimizer, warmup_steps=args.warmup_steps,
-                               seed=args.seed, shuffle=not args.no_shuffle,
-                               jit_compile=args.jit_compile,
-                               checkpoint_every=args.checkpoint_every)
   summary = train(args.records_dir, args.model_dir, mc, tc)
   summary.pop("losses")
   print(json.dumps(summary), flush=True)

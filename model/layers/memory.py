@@ -9,12 +9,13 @@ looked up with a gather).
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Tuple
 
 import keras
 import tensorflow as tf
 
 from model.configs import IMPLEMENTED_MEMORY_SOURCES, MEMORY_SOURCES
+from model.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="readtwice")
@@ -45,7 +46,7 @@ class ExtractMemories(keras.layers.Layer):
     self.initializer_range = initializer_range
     self.projection = keras.layers.Dense(
         hidden_size, activation="tanh", name="projection",
-        kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+        kernel_initializer=truncated_normal(initializer_range))
 
   def build(self, input_shape):
     self.projection.build((None, input_shape[-1]))

@@ -14,6 +14,8 @@ from typing import Any, Optional
 import keras
 import tensorflow as tf
 
+from model.layers.initializers import truncated_normal
+
 _NEG = -1e9
 
 
@@ -67,12 +69,16 @@ class MemoryAttention(keras.layers.Layer):
     self.dropout_rate = dropout
     self.layer_norm_epsilon = layer_norm_epsilon
     self.initializer_range = initializer_range
-    init = keras.initializers.TruncatedNormal(stddev=initializer_range)
-    self._init = init
-    self.query = keras.layers.Dense(hidden_size, kernel_initializer=init, name="query")
-    self.key = keras.layers.Dense(hidden_size, kernel_initializer=init, name="key")
-    self.value = keras.layers.Dense(hidden_size, kernel_initializer=init, name="value")
-    self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="output")
+    # One initializer instance per weight (a shared one would make them identical; see
+    # model.layers.initializers).
+    def dense(name):
+      return keras.layers.Dense(hidden_size, kernel_initializer=truncated_normal(initializer_range),
+                                name=name)
+
+    self.query = dense("query")
+    self.key = dense("key")
+    self.value = dense("value")
+    self.output_dense = dense("output")
     self.norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon, name="norm")
     self.dropout = keras.layers.Dropout(dropout)
 
@@ -85,10 +91,10 @@ class MemoryAttention(keras.layers.Layer):
         name="relative_bias", shape=(2 * self.max_segment_distance + 1, self.num_heads),
         initializer="zeros")
     self.noop_key = self.add_weight(name="noop_key", shape=(self.num_heads, self.head_size),
-                                    initializer=self._init)
+                                    initializer=truncated_normal(self.initializer_range))
     self.noop_value = self.add_weight(name="noop_value",
                                       shape=(self.num_heads, self.head_size),
-                                      initializer=self._init)
+                                      initializer=truncated_normal(self.initializer_range))
     self.noop_bias = self.add_weight(name="noop_bias", shape=(self.num_heads,),
                                      initializer="zeros")
     super().build(input_shape)

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import keras
 import tensorflow as tf
 
-
-def _init(initializer_range: float):
-  return keras.initializers.TruncatedNormal(stddev=initializer_range)
+from model.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="readtwice")
@@ -39,27 +35,28 @@ class TransformerBlock(keras.layers.Layer):
     self.pre_layer_norm = pre_layer_norm
     self.layer_norm_epsilon = layer_norm_epsilon
     self.initializer_range = initializer_range
-    init = _init(initializer_range)
+    # One initializer instance per weight (see model.layers.initializers); MultiHeadAttention
+    # itself clones its kernel initializer for each of its query/key/value/output projections.
     self.attention = keras.layers.MultiHeadAttention(
         num_heads=num_heads, key_dim=hidden_size // num_heads, dropout=dropout,
-        kernel_initializer=init, name="attention")
+        kernel_initializer=truncated_normal(initializer_range), name="attention")
     self.attention_norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon,
                                                           name="attention_norm")
-    self.intermediate = keras.layers.Dense(intermediate_size, activation="gelu",
-                                           kernel_initializer=init, name="intermediate")
-    self.output_dense = keras.layers.Dense(hidden_size, kernel_initializer=init, name="output")
+    self.intermediate = keras.layers.Dense(
+        intermediate_size, activation="gelu",
+        kernel_initializer=truncated_normal(initializer_range), name="intermediate")
+    self.output_dense = keras.layers.Dense(
+        hidden_size, kernel_initializer=truncated_normal(initializer_range), name="output")
     self.output_norm = keras.layers.LayerNormalization(epsilon=layer_norm_epsilon,
                                                        name="output_norm")
     self.dropout = keras.layers.Dropout(dropout)
 
   def build(self, input_shape):
-    h = input_shape[-1]
     self.attention.build(input_shape, input_shape)
     self.attention_norm.build(input_shape)
     self.intermediate.build(input_shape)
     self.output_dense.build(tuple(input_shape[:-1]) + (self.intermediate_size,))
     self.output_norm.build(input_shape)
-    del h
     super().build(input_shape)
 
   def call(self, x, attention_mask=None, training=False):

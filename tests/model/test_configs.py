@@ -50,3 +50,21 @@ def test_unimplemented_memory_source_is_clear():
   from model.layers import ExtractMemories
   with pytest.raises(NotImplementedError, match="memory_source='entity' is not implemented"):
     ExtractMemories(8, source="entity")
+
+
+def test_relative_distance_clip_is_the_papers_b():
+  assert configs.ModelConfig().max_segment_distance == 10
+  assert configs.base().max_segment_distance == 10
+  assert configs.preset("base").max_segment_distance == 10
+
+
+@pytest.mark.parametrize("field,value", [
+    ("steps", 0), ("learning_rate", 0.0), ("learning_rate", -1.0), ("warmup_steps", -1),
+    ("warmup_steps", 1001), ("end_learning_rate_fraction", -0.1),
+    ("end_learning_rate_fraction", 1.5), ("weight_decay", -0.01), ("clipnorm", 0.0),
+    ("checkpoint_every", 0), ("max_checkpoints", 0), ("log_every", 0)])
+def test_train_config_rejects_bad_values(field, value):
+  with pytest.raises(ValueError, match=field):
+    configs.TrainConfig(**{field: value})
+  configs.TrainConfig(clipnorm=None, end_learning_rate_fraction=1.0, warmup_steps=1000,
+                      weight_decay=0.0)  # the edges are fine

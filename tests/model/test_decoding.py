@@ -14,7 +14,7 @@ Two packs (built with the record helpers of :mod:`tests.model.packs`) hold four 
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Sequence
 
 import numpy as np
 import pytest
