@@ -58,6 +58,10 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
     decoder.add_pack({k: v.numpy() for k, v in features.items()},
                      {k: v.numpy() for k, v in outputs.items()})
   preds = decoding.task_predictions(decoder, task, per_document)
+  if decoder.unmapped_candidates:  # offsets outside the side file's text: wrong records_dir?
+    print(f"warning: {decoder.unmapped_candidates} span candidates could not be mapped to a "
+          f"document text of {records_dir}/documents (missing document or offsets out of "
+          "range) and were ignored", file=sys.stderr, flush=True)
   if output:
     with tf.io.gfile.GFile(output, "w") as f:
       f.write(json.dumps(preds, indent=1, sort_keys=True) + "\n")

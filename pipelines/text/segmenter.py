@@ -5,11 +5,19 @@ Layout of one segment of ``seq_length`` L tokens::
   [CLS] question tokens [SEP] context tokens ... [SEP] [PAD] ...     (QA)
   [CLS] context tokens ... [SEP] [PAD] ...                           (no question)
 
-Context windows advance so that consecutive windows share at least ``overlap`` context tokens;
-both window edges fall on word starts (a word or a multi-byte character is never cut), except
-when a single "word" is longer than half a window, which is cut hard and counted.  A document
-with more than ``max_segments_per_document`` windows becomes several explicit sub-documents of at
-most that many segments each (``sub_document_index`` / ``num_sub_documents``).
+Context windows (:func:`context_windows`) hold at most ``budget`` context tokens, consecutive
+windows share at least ``overlap`` of them, and every window starts at least half a stride
+(``ceil((budget - overlap) / 2)``) after the previous one, so a document of ``n`` tokens gets at
+most ``2 * ceil((n - overlap) / (budget - overlap)) - 1`` windows (the ideal is
+``ceil((n - overlap) / (budget - overlap))``; ordinary text gets it or a few percent more).
+Window edges fall on word starts where the allowed range has one, else on a character boundary
+(text without spaces: Thai, long identifiers, base64; counted as ``char_boundary_cuts``), so a
+multi-byte character split into several byte-level tokens is never cut; only where a run of
+tokens without a character start is as long as the allowed range (about half a stride) is a
+character cut inside (``hard_cuts``; does not happen for byte-level BPE at sane lengths).  A
+document with more than ``max_segments_per_document`` windows becomes several
+explicit sub-documents of at most that many segments each (``sub_document_index`` /
+``num_sub_documents``).
 
 Spans (answers, entity mentions) arrive as char offsets into the document text and are mapped to
 the tokens they overlap.  A span is labelled in every segment that contains it *entirely*; a
@@ -25,11 +33,13 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+import numbers
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from schemas import records
+from pipelines import keys
 from pipelines.document import BadInput
 from pipelines.text.tokenizer import Encoded
 
@@ -46,13 +56,27 @@ class SegmenterConfig:
   max_question_tokens: int = 64
 
   def __post_init__(self):
+    for name in ("seq_length", "overlap", "max_segments_per_document", "max_question_tokens"):
+      value = getattr(self, name)
+      if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise ValueError(f"--{name} must be an integer, got {value!r}")
+    if self.overlap < 0:
+      raise ValueError(f"--overlap must be >= 0, got {self.overlap}")
+    if self.max_question_tokens < 0:
+      raise ValueError(f"--max_question_tokens must be >= 0, got {self.max_question_tokens}")
+    # The smallest context budget (a question of max_question_tokens tokens, CLS, 2 SEP) must
+    # exceed the overlap: every window then advances by >= 1 token.  context_windows guarantees
+    # its invariants for every budget > overlap, so nothing else is refused.
     budget = self.seq_length - self.max_question_tokens - 3
-    if self.overlap < 0 or budget <= self.overlap:
+    if budget <= self.overlap:
       raise ValueError(
-          f"seq_length={self.seq_length} leaves {budget} context tokens after a question of up "
-          f"to {self.max_question_tokens} tokens; that must exceed overlap={self.overlap}.")
+          f"--seq_length={self.seq_length} leaves {budget} context tokens after a question of "
+          f"up to --max_question_tokens={self.max_question_tokens} tokens, [CLS] and two "
+          f"[SEP]; that must exceed --overlap={self.overlap} (lower --overlap or "
+          f"--max_question_tokens, or raise --seq_length).")
     if self.max_segments_per_document < 1:
-      raise ValueError("max_segments_per_document must be >= 1")
+      raise ValueError("--max_segments_per_document must be >= 1, got "
+                       f"{self.max_segments_per_document}")
 
 
 @dataclasses.dataclass
@@ -165,35 +189,118 @@ def empty_token_features(num_segments: int, seq_length: int, pad_id: int
 
 
 def sub_document_key(document_id: str, question_id: str, sub_index: int) -> str:
-  """Sort key; the writer shards on the part before the first \\x1f (the document id)."""
-  return f"{document_id}\x1f{question_id}\x1f{sub_index:06d}"
+  """Sort key; the writer shards on its group, the document id (see :mod:`pipelines.keys`)."""
+  return keys.join_key(document_id, question_id, f"{sub_index:06d}")
+
+
+def character_starts(begins: np.ndarray, ends: np.ndarray) -> np.ndarray:
+  """``[T]`` bool: token i starts a new character, i.e. a window edge before it cuts no character.
+
+  Byte-level BPE splits a multi-byte character (CJK, emoji) into tokens that all carry that
+  character's offsets, and a token may even hold the last bytes of one character and the first
+  of the next (offsets covering both).  So i is an edge iff i == 0 or ``begins[i] !=
+  begins[i-1]`` and ``begins[i] >= ends[i-1]``.  (The edge at i == n is always legal.)  A token
+  after an empty one (spaces trimmed to ``(b, b)``) that begins at the same b is conservatively
+  not an edge.
+  """
+  out = np.ones(len(begins), dtype=bool)
+  if len(begins) > 1:
+    out[1:] = (begins[1:] != begins[:-1]) & (begins[1:] >= ends[:-1])
+  return out
+
+
+def _last_at_most(edges: np.ndarray, lo: int, hi: int) -> int:
+  """The largest value of sorted ``edges`` in ``[lo, hi]``, or -1."""
+  i = int(np.searchsorted(edges, hi, side="right")) - 1
+  if i >= 0:
+    v = int(edges[i])
+    if v >= lo:
+      return v
+  return -1
+
+
+_WORD, _CHAR, _HARD = 2, 1, 0  # edge tiers, best first
 
 
 def context_windows(word_start: np.ndarray, budget: int, overlap: int,
-                    stats: collections.Counter) -> List[Tuple[int, int]]:
-  """Half-open windows ``[s, e)`` over ``n`` tokens; edges on word starts where possible."""
+                    stats: collections.Counter,
+                    char_start: Optional[np.ndarray] = None) -> List[Tuple[int, int]]:
+  """Half-open windows ``[s, e)`` covering ``n = len(word_start)`` tokens.
+
+  ``char_start`` (:func:`character_starts`; None: every token starts a character) marks the
+  tokens a window may start or end before without cutting a character; a word start that is
+  not also a character start is ignored.  With ``D = budget - overlap >= 1`` and
+  ``h = ceil(D / 2)``, window ``[s, e)`` (not the last) and the next start ``s'`` satisfy
+
+  * ``max(s + overlap + h, e_prev + 1) <= e <= s + budget`` and
+  * ``s + h <= s' <= e - overlap``,
+
+  so every window has <= ``budget`` tokens, consecutive windows share >= ``overlap`` tokens,
+  starts and ends strictly increase, the last window ends at n, and (each start advancing by
+  >= h) there are at most ``2 * ideal - 1`` windows, ``ideal = max(1, ceil((n - overlap) /
+  D))`` (ordinary text, with dense word starts, gets within a few percent of the ideal).
+  Within those ranges each edge is the largest word start, else the largest character start
+  (``char_boundary_cuts``), else cut inside a character (``hard_cuts``): ``e`` is chosen so
+  that the pair ``(e, s')`` has the fewest hard, then character cuts, then the latest ``e``, so
+  a hard cut happens only when no pair of character starts fits, i.e. a run of tokens without
+  a character start as long as about ``D / 2`` (byte-level BPE has at most 4 tokens per
+  character, so this needs a tiny ``D`` below ~12 or a rare chain of tokens that each straddle
+  two characters).  Preferring word starts costs windows where words are long: text of
+  random 100-character "words" (~55 tokens each) gets ~1.25x the ideal.
+  """
   n = len(word_start)
-  starts_at = np.flatnonzero(word_start)
+  if budget <= overlap or overlap < 0:
+    raise ValueError(f"budget={budget} must exceed overlap={overlap} >= 0")
+  ws = np.asarray(word_start, dtype=bool)
+  if char_start is not None:
+    char_start = np.asarray(char_start, dtype=bool)
+    ws = ws & char_start
+  words = np.flatnonzero(ws)
+  chars: List[np.ndarray] = []  # character starts, computed on the first fallback
+  half = (budget - overlap + 1) // 2
+
+  def last_char(lo: int, hi: int) -> int:
+    if char_start is None:
+      return hi
+    if not chars:
+      chars.append(np.flatnonzero(char_start))
+    return _last_at_most(chars[0], lo, hi)
+
+  def best(lo: int, hi: int) -> Tuple[int, int]:
+    """(edge, tier): the largest word start in [lo, hi], else character start, else hi."""
+    e = _last_at_most(words, lo, hi)
+    if e >= 0:
+      return e, _WORD
+    e = last_char(lo, hi)
+    return (e, _CHAR) if e >= 0 else (hi, _HARD)
+
+  cuts = [0, 0, 0]  # per tier
   windows = []
-  s = 0
-  while True:
-    e = min(s + budget, n)
-    if e < n:
-      i = np.searchsorted(starts_at, e, side="right") - 1
-      if i >= 0 and starts_at[i] > s + budget // 2:
-        e = int(starts_at[i])
-      else:
-        stats["hard_cuts"] += 1
+  s, prev_e = 0, 0
+  while s + budget < n:
+    lo, hi = max(s + overlap + half, prev_e + 1), s + budget
+    e, te = best(lo, hi)
+    nxt, tn = best(s + half, e - overlap)
+    if te != _WORD or tn != _WORD:
+      # A later end widens the range of the next start: try the largest character start and
+      # the hard end too; fewest hard cuts, then fewest character cuts, then the later end.
+      options = [(e, te, nxt, tn)]
+      ec = last_char(lo, hi)
+      for end, tier in ((ec, _CHAR), (hi, _HARD)):
+        if end > options[-1][0]:
+          options.append((end, tier, *best(s + half, end - overlap)))
+      e, te, nxt, tn = max(options, key=lambda o: (min(o[1], o[3]) > _HARD,
+                                                   -((o[1] == _HARD) + (o[3] == _HARD)),
+                                                   -((o[1] == _CHAR) + (o[3] == _CHAR)),
+                                                   o[0]))
+    cuts[te] += 1
+    cuts[tn] += 1
     windows.append((s, e))
-    if e >= n:
-      return windows
-    nxt = e - overlap
-    i = np.searchsorted(starts_at, nxt, side="right") - 1
-    if i >= 0 and starts_at[i] > s:
-      nxt = int(starts_at[i])
-    elif nxt <= s:
-      nxt = e
-    s = nxt
+    s, prev_e = nxt, e
+  windows.append((s, n))
+  stats["char_boundary_cuts"] += cuts[_CHAR]
+  stats["hard_cuts"] += cuts[_HARD]
+  return windows
 
 
 def char_spans_to_tokens(enc: Encoded, spans: Sequence[Tuple[int, int]]) -> np.ndarray:
@@ -261,8 +368,9 @@ def segment_document(document_id: str, question_id: str, context: Encoded,
   n = len(context)
   if n == 0:
     raise BadInput("empty_context", "the document has no tokens")
-  windows = np.asarray(context_windows(context.word_start, budget, config.overlap, stats),
-                       dtype=np.int64).reshape(-1, 2)
+  char_start = character_starts(context.begins, context.ends)
+  windows = np.asarray(context_windows(context.word_start, budget, config.overlap, stats,
+                                       char_start), dtype=np.int64).reshape(-1, 2)
   W = len(windows)
 
   seg = {name: np.zeros(W, dtype=np.int64) for name in SEGMENT_FEATURES}

@@ -158,14 +158,24 @@ class Encoded:
     off = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int64,
                       count=2 * len(offsets)).reshape(-1, 2)
     begins, ends = off[:, 0], off[:, 1]
-    return cls(ids_a, begins, ends, word_starts(text, begins))
+    return cls(ids_a, begins, ends, word_starts(text, begins, ends))
 
 
-def word_starts(text: str, begins: np.ndarray) -> np.ndarray:
-  """A token starts a word if it is first, follows whitespace or is whitespace itself.
+# Ideographs (CJK Unified Ideographs, extension A, compatibility ideographs, the supplementary
+# ideographic planes): scripts written without spaces between words, where, as in BERT's
+# tokenisation, every ideograph counts as a word of its own.
+_IDEOGRAPH_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x3134F))
 
-  Tokens that share their first character with the previous token (bytes of one multi-byte
-  character split over several tokens) are continuations, so a word boundary never cuts a
+
+def word_starts(text: str, begins: np.ndarray, ends: Optional[np.ndarray] = None) -> np.ndarray:
+  """A token starts a word if it is first, follows whitespace or an ideograph, or begins with
+  whitespace or an ideograph (each CJK ideograph is a word, as in BERT; kana runs between
+  ideographs, Thai etc. have no word starts inside them).
+
+  A token that does not start a new character is never a word start: it shares its first
+  character with the previous token (bytes of one multi-byte character split over several
+  tokens) or, given ``ends``, begins inside the previous token's characters (a token holding
+  the last bytes of one character and the first of the next).  So a word boundary never cuts a
   character.
   """
   n = len(begins)
@@ -179,11 +189,16 @@ def word_starts(text: str, begins: np.ndarray) -> np.ndarray:
     is_space = np.zeros(len(cps), dtype=bool)
     small = cps < len(_SPACE_TABLE)
     is_space[small] = _SPACE_TABLE[cps[small]]
+    if (cps >= _IDEOGRAPH_RANGES[0][0]).any():
+      for lo, hi in _IDEOGRAPH_RANGES:
+        is_space |= (cps >= lo) & (cps <= hi)  # "separates words" from here on
   is_space = np.concatenate([is_space, [True]])  # sentinel for offsets at len(text)
   prev_space = np.ones(n, dtype=bool)
   inner = begins > 0
   prev_space[inner] = is_space[begins[inner] - 1]
   starts = prev_space | is_space[np.minimum(begins, len(cps))]
   starts[1:] &= begins[1:] != begins[:-1]
+  if ends is not None:
+    starts[1:] &= begins[1:] >= ends[:-1]
   starts[0] = True
   return starts

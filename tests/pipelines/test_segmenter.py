@@ -1,6 +1,9 @@
 """Exact segments and spans on hand-made inputs (predictable one-token-per-word encodings)."""
 
 import collections
+import math
+import random
+import string
 
 import numpy as np
 import pytest
@@ -155,14 +158,132 @@ def test_config_rejects_overlap_that_leaves_no_progress():
     SegmenterConfig(seq_length=64, overlap=60, max_question_tokens=10)
 
 
-def test_hard_cut_when_a_word_is_longer_than_half_a_window():
+def test_config_refusal_names_the_flags():
+  # budget = 256 - 64 - 3 = 189 context tokens: overlap 189 leaves no progress, 188 is fine.
+  SegmenterConfig(seq_length=256, overlap=188, max_question_tokens=64)
+  with pytest.raises(ValueError) as e:
+    SegmenterConfig(seq_length=256, overlap=189, max_question_tokens=64)
+  for flag in ("--overlap", "--seq_length", "--max_question_tokens"):
+    assert flag in str(e.value)
+  with pytest.raises(ValueError, match="--overlap must be >= 0"):
+    SegmenterConfig(overlap=-5)
+  with pytest.raises(ValueError, match="--max_question_tokens must be >= 0"):
+    SegmenterConfig(max_question_tokens=-1)
+  with pytest.raises(ValueError, match="--max_segments_per_document must be >= 1"):
+    SegmenterConfig(max_segments_per_document=0)
+  with pytest.raises(ValueError, match="--seq_length must be an integer"):
+    SegmenterConfig(seq_length=256.0)
+
+
+def test_hard_cut_only_when_no_character_start_fits():
+  # One 12-token "word" in 14 tokens; budget 8, overlap 2 (stride 6, half stride 3): window 0
+  # must end in [5, 8] and window 1 start in [3, end - 2], both inside the long word.
   text = "a " + "x" * 30 + " b"
   enc = word_encoding(text, split={"x" * 30: 12})
+  assert np.flatnonzero(enc.word_start).tolist() == [0, 1, 13]
+  # char_start=None: every token starts a character, so the word is cut at character starts.
   stats = collections.Counter()
   windows = segmenter.context_windows(enc.word_start, 8, 2, stats)
-  assert windows[0] == (0, 8)
-  assert stats["hard_cuts"] >= 1
-  assert windows[-1][1] == len(enc)
+  assert windows == [(0, 8), (6, 14)]
+  assert stats["hard_cuts"] == 0 and stats["char_boundary_cuts"] == 2
+  # Characters of 3 tokens each inside the word: the edges fall on their starts.
+  char_start = enc.word_start.copy()
+  char_start[1::3] = True
+  stats = collections.Counter()
+  windows = segmenter.context_windows(enc.word_start, 8, 2, stats, char_start)
+  assert windows == [(0, 7), (4, 10), (7, 14)]
+  assert all(char_start[x] for w in windows for x in w if x < len(enc))
+  assert stats["hard_cuts"] == 0 and stats["char_boundary_cuts"] == 4
+  # The whole word is one character (12 tokens, longer than half a window): cut hard.
+  stats = collections.Counter()
+  windows = segmenter.context_windows(enc.word_start, 8, 2, stats, enc.word_start)
+  assert windows == [(0, 8), (6, 14)]
+  assert stats["hard_cuts"] == 2 and stats["char_boundary_cuts"] == 0
+
+
+def test_later_character_end_avoids_a_hard_cut():
+  # budget 10, overlap 4: window 0 ends in [7, 10].  Ending at the word start 7 leaves only
+  # token 3 for the next start, inside a character; ending at the character start 9 lets the
+  # next window start at the character start 5, so no character is cut.
+  n = 30
+  word_start = np.zeros(n, dtype=bool)
+  word_start[[0, 7, 15, 22]] = True
+  char_start = word_start.copy()
+  char_start[[5, 9]] = True
+  char_start[11:] = True
+  stats = collections.Counter()
+  windows = segmenter.context_windows(word_start, 10, 4, stats, char_start)
+  assert windows[0] == (0, 9) and windows[1][0] == 5
+  assert stats["hard_cuts"] == 0
+
+
+def _check_windows(windows, n, budget, overlap, word_start, char_start, stats):
+  """Every invariant context_windows promises."""
+  assert windows[0][0] == 0 and windows[-1][1] == n
+  for s, e in windows:
+    assert 0 <= s < e <= n or n == 0
+    assert e - s <= budget
+  for (s0, e0), (s1, e1) in zip(windows, windows[1:]):
+    assert s0 < s1 and e0 < e1, "windows must advance"
+    assert s1 <= e0 - overlap, "consecutive windows share < overlap tokens"
+  ideal = max(1, math.ceil((n - overlap) / (budget - overlap)))
+  assert len(windows) <= 2 * ideal - 1
+  # Inner edges: the next window's start and every end but the last, each counted once.
+  edges = [s for s, _ in windows[1:]] + [e for _, e in windows[:-1]]
+  cs = np.ones(n, dtype=bool) if char_start is None else char_start
+  word = word_start & cs
+  assert stats["hard_cuts"] == sum(not cs[x] for x in edges)
+  assert stats["char_boundary_cuts"] == sum(bool(cs[x] and not word[x]) for x in edges)
+
+  # Each (end, next start) pair has the fewest hard, then character cuts of all the pairs the
+  # ranges allow, so a hard cut happens only where no pair of character starts fits.
+  def cost(x):
+    return (0, 0) if word[x] else (0, 1) if cs[x] else (1, 0)
+
+  half = (budget - overlap + 1) // 2
+  prev_e = 0
+  for (s, e), (s1, _) in zip(windows, windows[1:]):
+    lo = max(s + overlap + half, prev_e + 1)
+    assert lo <= e <= s + budget and s + half <= s1 <= e - overlap
+    best = min(tuple(map(sum, zip(cost(e2), cost(s2))))
+               for e2 in range(lo, s + budget + 1) for s2 in range(s + half, e2 - overlap + 1))
+    assert tuple(map(sum, zip(cost(e), cost(s1)))) == best
+    prev_e = e
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_context_windows_invariants_on_random_inputs(seed):
+  rng = np.random.default_rng(seed)
+  for _ in range(60):
+    n = int(rng.integers(1, 400))
+    budget = int(rng.integers(1, 70))
+    overlap = int(rng.choice([0, budget - 1, rng.integers(0, budget)]))
+    word_start = rng.random(n) < rng.choice([0.0, 0.02, 0.1, 0.5, 1.0])
+    word_start[0] = True
+    if rng.random() < 0.2:
+      char_start = None
+    else:
+      char_start = rng.random(n) < rng.choice([0.05, 0.3, 0.6, 0.9, 1.0])
+      char_start[0] = True
+    stats = collections.Counter()
+    args = (word_start, budget, overlap, stats) + ((char_start,) if char_start is not None else ())
+    windows = segmenter.context_windows(*args)
+    _check_windows(windows, n, budget, overlap, word_start, char_start, stats)
+    if char_start is None:
+      assert stats["hard_cuts"] == 0
+
+
+def test_context_windows_dense_word_starts_give_the_ideal_count():
+  stats = collections.Counter()
+  for n, budget, overlap in [(1000, 189, 128), (5000, 509, 128), (1, 5, 3), (7, 8, 7)]:
+    windows = segmenter.context_windows(np.ones(n, dtype=bool), budget, overlap, stats)
+    assert len(windows) == max(1, math.ceil((n - overlap) / (budget - overlap)))
+  assert stats["hard_cuts"] == 0 and stats["char_boundary_cuts"] == 0
+
+
+def test_context_windows_refuses_budget_not_above_overlap():
+  with pytest.raises(ValueError):
+    segmenter.context_windows(np.ones(10, dtype=bool), 4, 4, collections.Counter())
 
 
 def test_supporting_flags_follow_paragraph_ranges():
@@ -199,3 +320,110 @@ def test_sub_document_pickles_to_an_equal_object():
     np.testing.assert_array_equal(back.answers, sub.answers)
     np.testing.assert_array_equal(back.mentions, sub.mentions)
   assert subs[0].mentions[0, 3] == 2**40
+
+
+# ---- Through the real byte-level BPE tokenizer -------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tok():
+  from pipelines.text.tokenizer import Tokenizer
+  return Tokenizer()
+
+
+def unbroken_words(num_words, length, seed=0):
+  """Random alphanumeric "words" (identifiers, hashes): ~0.75 BPE tokens per character."""
+  rng = random.Random(seed)
+  chars = string.ascii_letters + string.digits
+  return " ".join("".join(rng.choice(chars) for _ in range(length)) for _ in range(num_words))
+
+
+def global_windows(subs):
+  assert len(subs) == 1  # max_segments_per_document is large: windows index the document
+  return subs[0].windows.astype(int)
+
+
+@pytest.mark.parametrize("length,with_question", [(100, True), (200, False)])
+def test_seq_length_256_long_unbroken_words_keep_the_overlap(tok, length, with_question):
+  # Issue 8.5: at --seq_length 256 (budget 189 after a 64-token question, 254 without) the old
+  # code gave 109 segments for ~8.4k tokens, half of them sharing 0 tokens with the previous
+  # one and not advancing its end.
+  text = unbroken_words(55 if length == 200 else 110, length)
+  enc = tok.encode(text)
+  assert 8000 < len(enc) < 9000
+  question = tok.encode("what " * 80) if with_question else None
+  cfg = SegmenterConfig(seq_length=256, overlap=128, max_segments_per_document=10_000)
+  subs, stats = segment_document("d", "q", enc, question, tok.special_ids, cfg)
+  windows = global_windows(subs)
+  budget = 256 - (66 if with_question else 1) - 1
+  assert (windows[:, 1] - windows[:, 0]).max() <= budget
+  shared = windows[:-1, 1] - windows[1:, 0]
+  assert shared.min() >= 128
+  assert (np.diff(windows[:, 0]) > 0).all() and (np.diff(windows[:, 1]) > 0).all()
+  assert windows[0, 0] == 0 and windows[-1, 1] == len(enc)
+  ideal = math.ceil((len(enc) - 128) / (budget - 128))
+  assert len(windows) <= 1.3 * ideal  # (guaranteed: <= 2 * ideal - 1)
+  assert stats["hard_cuts"] == 0 and stats["char_boundary_cuts"] > 0
+  # Each segment's context decodes to exactly its text.
+  for sub in subs:
+    t = sub.tokens
+    for row in range(sub.num_segments):
+      ids = t["token_ids"][row][t["token_kind"][row] == records.TOKEN_KIND_CONTEXT]
+      b, e = sub.segments["context_char_begin"][row], sub.segments["context_char_end"][row]
+      assert tok.decode(ids).strip() == text[b:e]
+
+
+def cjk_text(num_chars=3000, seed=0):
+  """Japanese-like text without spaces: kanji, hiragana, katakana and 。, one known sentence."""
+  kanji = ("日本東京都大阪府山川田中人国年月時間学生先会社私今上下前後本出入見行来食書話語読聞"
+           "手足目口耳心体気天雨花海空電車道駅店家族友名")
+  kana = ("あいうえおかきくけこさしすせそたちつてとなにぬねのはひふへほまみむめもやゆよらりるれろわ"
+          "をんがぎぐげござじずぜぞだでどばびぶべぼ")
+  kata = "アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワヲン"
+  rng = random.Random(seed)
+  parts, size = [], 0
+  while size < num_chars:
+    r = rng.random()
+    pool = kanji if r < 0.45 else kana if r < 0.85 else kata
+    parts.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 4))))
+    if rng.random() < 0.08:
+      parts.append("。")
+    if len(parts) == 400:
+      parts.append("日本の最高峰は富士山です。")
+    size += len(parts[-1])
+  return "".join(parts)
+
+
+@pytest.mark.parametrize("seq_length,with_question", [(256, False), (512, True)])
+def test_cjk_window_edges_never_split_a_character(tok, seq_length, with_question):
+  # Issue 8.5: in text without spaces the old code cut 43 of 89 window edges inside a
+  # multi-byte character (the segment then ended with half a character).
+  text = cjk_text()
+  enc = tok.encode(text)
+  assert len(enc) > 4000 and len(enc) > 1.5 * len(text)  # characters of several byte tokens
+  question = tok.encode("富士山はどこですか") if with_question else None
+  spans = [(text.index("富士山"), text.index("富士山") + 3)]
+  cfg = SegmenterConfig(seq_length=seq_length, overlap=128, max_segments_per_document=10_000)
+  subs, stats = segment_document("d", "q", enc, question, tok.special_ids, cfg,
+                                 answer_char_spans=spans,
+                                 answer_type=records.ANSWER_TYPE_SPAN)
+  windows = global_windows(subs)
+  assert len(windows) > 10
+  edges = sorted({x for x in windows.ravel().tolist() if 0 < x < len(enc)})
+  for x in edges:
+    # An edge inside a character leaves invalid UTF-8 (decoded as U+FFFD) on both sides.
+    assert "\ufffd" not in tok.decode(enc.ids[:x]) + tok.decode(enc.ids[x:]), x
+  assert segmenter.character_starts(enc.begins, enc.ends)[edges].all()
+  assert stats["hard_cuts"] == 0
+  assert (windows[:-1, 1] - windows[1:, 0]).min() >= 128
+  sub = subs[0]
+  t = sub.tokens
+  for row in range(sub.num_segments):
+    ids = t["token_ids"][row][t["token_kind"][row] == records.TOKEN_KIND_CONTEXT]
+    b, e = sub.segments["context_char_begin"][row], sub.segments["context_char_end"][row]
+    decoded = tok.decode(ids)
+    assert "\ufffd" not in decoded
+    assert decoded == text[b:e]
+  assert len(sub.answers) >= 1
+  for row, lo, hi in sub.answers.tolist():
+    assert tok.decode(t["token_ids"][row, lo:hi + 1]) == "富士山"

@@ -73,3 +73,45 @@ def test_spec_needs_both_files():
 ])
 def test_answer_occurrences(text, answer, expected, how):
   assert answers.find_answer_spans(text, [answer]) == (expected, how)
+
+
+def _pieces(text, enc):
+  return [text[b:e] for b, e in zip(enc.begins, enc.ends)]
+
+
+def test_word_starts_on_cjk_each_ideograph_is_a_word(tok):
+  # Issue 8.5: without spaces the old rule found one word start in a whole CJK text, so window
+  # edges had no word boundary to fall on.
+  text = "日本の最高峰は富士山です"
+  enc = tok.encode(text)
+  assert len(enc) > len(text)  # byte tokens: most characters take several tokens
+  starts = [text[b] for b, w in zip(enc.begins, enc.word_start) if w]
+  # Every ideograph starts a word, as does the kana after one; kana after kana does not.
+  assert starts == list("日本の最高峰は富士山で")
+  for i in range(1, len(enc)):
+    continuation = enc.begins[i] == enc.begins[i - 1] or enc.begins[i] < enc.ends[i - 1]
+    if continuation:
+      assert not enc.word_start[i], "a continuation byte token starts a word"
+
+
+def test_word_starts_never_inside_a_character(tok):
+  from pipelines.text.segmenter import character_starts
+  texts = ["東京Tower 😀ok", "深圳市龍崗區 𠀋𡈽 漢字", "ภาษาไทยไม่มีช่องว่าง", "Zürich's café — 東京",
+           "日本の最高峰は富士山です。" * 3, "  end  \n\n x"]
+  saw_straddling = False
+  for text in texts:
+    enc = tok.encode(text)
+    cs = character_starts(enc.begins, enc.ends)
+    # A token that begins inside the previous token's characters (its last bytes and the
+    # first of the next character) is neither a character nor a word start.
+    straddles = np.zeros(len(enc), dtype=bool)
+    straddles[1:] = (enc.begins[1:] != enc.begins[:-1]) & (enc.begins[1:] < enc.ends[:-1])
+    saw_straddling |= straddles.any()
+    assert not (enc.word_start & straddles).any() and not (cs & straddles).any()
+    assert not (enc.word_start & ~cs).any()
+    for i in np.flatnonzero(cs):
+      # Cutting before a character start leaves valid UTF-8 on both sides.
+      assert "\ufffd" not in tok.decode(enc.ids[:i]) + tok.decode(enc.ids[i:])
+  assert saw_straddling
+  enc = tok.encode("東京Tower")
+  assert [p for p, w in zip(_pieces("東京Tower", enc), enc.word_start) if w] == ["東", "京", "T"]
