@@ -209,3 +209,18 @@ def test_a_typo_in_a_real_process_exits_2_with_one_line(small_input, tmp_path):
   assert proc.stderr == ("python -m pipelines.hotpotqa: error: unknown flag --seq_lenght "
                          "(did you mean --seq_length?); see --help\n")
   assert proc.stdout == ""
+
+
+def test_logging_shows_our_lines_and_the_dataflow_job_url_only(capsys):
+  cli.setup_logging("INFO")
+  logging.getLogger("apache_beam.runners.dataflow.internal.apiclient").info(
+      "Submitted job: %s", "2026-11-23_1")
+  logging.getLogger("apache_beam.runners.portability.fn_api_runner").info("bundle noise")
+  logging.getLogger("pipelines").info("read: x")
+  logging.getLogger("apache_beam.runners.common").error(MARKER + "hidden: printed by main")
+  err = capsys.readouterr().err
+  assert "INFO Submitted job: 2026-11-23_1" in err and "INFO read: x" in err
+  assert "bundle noise" not in err and "hidden" not in err
+  cli.setup_logging("WARNING")
+  logging.getLogger("pipelines").info("quiet")
+  assert "quiet" not in capsys.readouterr().err
