@@ -27,9 +27,7 @@ import importlib.util
 import json
 import math
 import os
-import random
 import statistics
-import string
 import subprocess
 import sys
 import tempfile
@@ -42,6 +40,7 @@ sys.path.insert(0, ROOT)
 
 from pipelines.text import segmenter as new_seg  # noqa: E402  pylint: disable=g-import-not-at-top
 from pipelines.text import tokenizer as new_tok  # noqa: E402  pylint: disable=g-import-not-at-top
+from demo.synthetic_text import cjk_text, unbroken_words  # noqa: E402  pylint: disable=g-import-not-at-top
 
 OLD_REF = "925c659bc95a4169aa004dc8531cb9eb4227d244"  # main before the fix (issue 8)
 
@@ -65,30 +64,6 @@ def load_old(ref: str, tmp: str):
     spec.loader.exec_module(mod)
     mods.append(mod)
   return tuple(mods)
-
-
-def unbroken_words(num_words: int, length: int, seed: int = 0) -> str:
-  rng = random.Random(seed)
-  chars = string.ascii_letters + string.digits
-  return " ".join("".join(rng.choice(chars) for _ in range(length)) for _ in range(num_words))
-
-
-def cjk_text(num_chars: int = 3000, seed: int = 0) -> str:
-  kanji = ("日本東京都大阪府山川田中人国年月時間学生先会社私今上下前後本出入見行来食書話語読聞"
-           "手足目口耳心体気天雨花海空電車道駅店家族友名")
-  kana = ("あいうえおかきくけこさしすせそたちつてとなにぬねのはひふへほまみむめもやゆよらりるれろわ"
-          "をんがぎぐげござじずぜぞだでどばびぶべぼ")
-  kata = "アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワヲン"
-  rng = random.Random(seed)
-  parts, size = [], 0
-  while size < num_chars:
-    r = rng.random()
-    pool = kanji if r < 0.45 else kana if r < 0.85 else kata
-    parts.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 4))))
-    if rng.random() < 0.08:
-      parts.append("。")
-    size += len(parts[-1])
-  return "".join(parts)
 
 
 def english_text(tok, target_tokens: int) -> str:

@@ -2,8 +2,6 @@
 
 import collections
 import math
-import random
-import string
 
 import numpy as np
 import pytest
@@ -12,6 +10,7 @@ from schemas import records
 from pipelines.document import BadInput
 from pipelines.text import segmenter
 from pipelines.text.segmenter import SegmenterConfig, segment_document
+from demo.synthetic_text import cjk_text, unbroken_words
 from tests.pipelines.helpers import SPECIAL, numbered_words, word_encoding
 
 
@@ -331,13 +330,6 @@ def tok():
   return Tokenizer()
 
 
-def unbroken_words(num_words, length, seed=0):
-  """Random alphanumeric "words" (identifiers, hashes): ~0.75 BPE tokens per character."""
-  rng = random.Random(seed)
-  chars = string.ascii_letters + string.digits
-  return " ".join("".join(rng.choice(chars) for _ in range(length)) for _ in range(num_words))
-
-
 def global_windows(subs):
   assert len(subs) == 1  # max_segments_per_document is large: windows index the document
   return subs[0].windows.astype(int)
@@ -373,32 +365,11 @@ def test_seq_length_256_long_unbroken_words_keep_the_overlap(tok, length, with_q
       assert tok.decode(ids).strip() == text[b:e]
 
 
-def cjk_text(num_chars=3000, seed=0):
-  """Japanese-like text without spaces: kanji, hiragana, katakana and 。, one known sentence."""
-  kanji = ("日本東京都大阪府山川田中人国年月時間学生先会社私今上下前後本出入見行来食書話語読聞"
-           "手足目口耳心体気天雨花海空電車道駅店家族友名")
-  kana = ("あいうえおかきくけこさしすせそたちつてとなにぬねのはひふへほまみむめもやゆよらりるれろわ"
-          "をんがぎぐげござじずぜぞだでどばびぶべぼ")
-  kata = "アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモヤユヨラリルレロワヲン"
-  rng = random.Random(seed)
-  parts, size = [], 0
-  while size < num_chars:
-    r = rng.random()
-    pool = kanji if r < 0.45 else kana if r < 0.85 else kata
-    parts.append("".join(rng.choice(pool) for _ in range(rng.randint(1, 4))))
-    if rng.random() < 0.08:
-      parts.append("。")
-    if len(parts) == 400:
-      parts.append("日本の最高峰は富士山です。")
-    size += len(parts[-1])
-  return "".join(parts)
-
-
 @pytest.mark.parametrize("seq_length,with_question", [(256, False), (512, True)])
 def test_cjk_window_edges_never_split_a_character(tok, seq_length, with_question):
   # Issue 8.5: in text without spaces the old code cut 43 of 89 window edges inside a
   # multi-byte character (the segment then ended with half a character).
-  text = cjk_text()
+  text = cjk_text(sentence="日本の最高峰は富士山です。")
   enc = tok.encode(text)
   assert len(enc) > 4000 and len(enc) > 1.5 * len(text)  # characters of several byte tokens
   question = tok.encode("富士山はどこですか") if with_question else None
