@@ -1,19 +1,666 @@
-"""Streaming JSON-list reading."""
+"""Streaming JSON reading: per-item damage, resynchronisation, UTF-8, chunk boundaries, stats."""
 
+import bz2
+import gzip
 import json
+import logging
+import random
 
+import apache_beam as beam
 import pytest
+from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines.beam.read import iter_json_list
+from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.read import (INPUT_COUNT, STATS, Item, ReadJsonRecords, Repaired, Unreadable,
+                                 iter_json_list, read_json_stream)
 
+ITEMS = [{"_id": k, "v": i, "s": f"text {k}"} for i, k in enumerate("abcde")]
+GOOD = [json.dumps(x) for x in ITEMS]
+
+
+def json_list(parts, sep=", "):
+  return "[" + sep.join(parts) + "]"
+
+
+def stats(records=0, invalid_json=0, invalid_utf8=0, uncertain=0, nbytes=0, missing=0,
+          compression=0):
+  return {"read/files": 1, "read/bytes": nbytes, "read/records": records,
+          "read/invalid_json": invalid_json, "read/invalid_utf8": invalid_utf8,
+          "read/invalid_compression": compression, "read/uncertain_regions": uncertain,
+          "read/missing_separators": missing, "read/lone_surrogates": 0}
+
+
+def run_read(path, records, dead, input_count, expected_stats=None, chunk_size=7, **kw):
+  """Runs ReadJsonRecords on one file and checks every output exactly.
+
+  ``records``: ``[(index or ":line", value)]``; ``dead``: ``[(reason, index or ":line")]``.
+  """
+  path = str(path)
+  sid = lambda k: f"{path}{k}" if str(k).startswith(":") else f"{path}#{k}"
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([path], chunk_size=chunk_size, **kw)
+    assert_that(out.records, equal_to([(sid(k), v) for k, v in records]), label="records")
+    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["reason"], d["source_id"])),
+                equal_to([("read", r, sid(k)) for r, k in dead]), label="dead")
+    assert_that(out[INPUT_COUNT], equal_to([input_count]), label="input_count")
+    if expected_stats is not None:
+      assert_that(out[STATS], equal_to([expected_stats]), label="stats")
+
+
+def events(data: bytes, chunk_size=5, path="f"):
+  chunks = [data[i:i + chunk_size] for i in range(0, len(data), chunk_size)]
+  return list(read_json_stream(chunks, path, chunk_size))
+
+
+def summary(evs):
+  """Events as comparable tuples without the free-text detail."""
+  out = []
+  for e in evs:
+    if isinstance(e, Item):
+      out.append(("item", e.source_id, e.value))
+    elif isinstance(e, Unreadable):
+      out.append((e.reason, e.source_id, e.uncertain))
+    else:
+      out.append(("repaired", e.source_id))
+  return out
+
+
+# -- the two regressions of issue 8 (old reader: 2 + 1 and 0 + 1) --------------------------------
+# These use only what the old reader had (ReadJsonRecords(paths), records, dead_letter,
+# input_count), so they run, and fail, against it as well.
+
+def test_issue8_corrupt_item_in_the_middle_of_five_loses_nothing(tmp_path):
+  path = tmp_path / "five.json"
+  data = json_list(GOOD[:2] + ['{"_id": "c", "v": 2, "s": tex}'] + GOOD[3:]).encode()
+  path.write_bytes(data)
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)])
+    assert_that(out.records, equal_to([(f"{path}#{k}", ITEMS[k]) for k in (0, 1, 3, 4)]),
+                label="records")
+    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["reason"], d["source_id"])),
+                equal_to([("read", "invalid_json", f"{path}#2")]), label="dead")
+    assert_that(out[INPUT_COUNT], equal_to([5]), label="input_count")
+
+
+def test_issue8_jsonl_with_invalid_utf8_in_one_of_five_lines_loses_nothing(tmp_path):
+  path = tmp_path / "five.jsonl"
+  lines = [g.encode() for g in GOOD]
+  lines[2] = lines[2].replace(b"text c", b"t\xe9xt \xff c")
+  path.write_bytes(b"\n".join(lines) + b"\n")
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)])
+    assert_that(out.records, equal_to([(f"{path}:{k + 1}", ITEMS[k]) for k in (0, 1, 3, 4)]),
+                label="records")
+    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["reason"], d["source_id"])),
+                equal_to([("read", "invalid_utf8", f"{path}:3")]), label="dead")
+    assert_that(out[INPUT_COUNT], equal_to([5]), label="input_count")
+
+
+# -- the strict helper --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text", ["[]", " [ ] \n", '[{"a": [1, 2]}, 3, "x" ]',
                                   '[\n {"s": "]"},\n {"t": ","}\n]\n'])
-def test_streaming_json_list_equals_json_loads(text):
-  assert list(iter_json_list(text)) == json.loads(text)
+@pytest.mark.parametrize("chunk_size", [1, 3, 1 << 20])
+def test_streaming_json_list_equals_json_loads(text, chunk_size):
+  assert list(iter_json_list(text, chunk_size)) == json.loads(text)
 
 
-@pytest.mark.parametrize("text", ["[1, 2", "[1 2]", "[1,]", "[1] x", "{}"])
+@pytest.mark.parametrize("text", ["[1, 2", "[1 2]", "[1,]", "[1] x", "{}", "[", "[{]"])
 def test_streaming_json_list_rejects_what_json_loads_rejects(text):
   with pytest.raises(json.JSONDecodeError):
     list(iter_json_list(text))
+
+
+# -- one corrupt item costs exactly that item ---------------------------------------------------
+
+CORRUPT_THIRD = {
+    "invalid_token": '{"_id": "c", "v": tru, "s": "text c"}',
+    "missing_comma_inside": '{"_id": "c" "v": 2, "s": "text c"}',
+    "unbalanced_quote": '{"_id": "c, "v": 2, "s": "text c"}',
+    "truncated_object": '{"_id": "c", "v": 2, "s": "tex',
+    "truncated_nested": '{"_id": "c", "v": [1, 2, {"x": 1}',
+    "missing_brace": '{"_id": "c", "v": 2, "s": "text c"',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CORRUPT_THIRD))
+def test_corrupt_middle_item_costs_only_that_item(tmp_path, kind):
+  path = tmp_path / "in.json"
+  data = json_list(GOOD[:2] + [CORRUPT_THIRD[kind]] + GOOD[3:]).encode()
+  path.write_bytes(data)
+  run_read(path, [(0, ITEMS[0]), (1, ITEMS[1]), (3, ITEMS[3]), (4, ITEMS[4])],
+           [("invalid_json", 2)], 5, stats(4, invalid_json=1, nbytes=len(data)))
+
+
+def test_corrupt_item_dead_letter_names_the_error_and_offsets():
+  data = json_list(GOOD[:2] + [CORRUPT_THIRD["invalid_token"]] + GOOD[3:]).encode()
+  bad = [e for e in events(data) if isinstance(e, Unreadable)]
+  start = data.index(b'{"_id": "c"')
+  assert [(e.source_id, e.reason, e.uncertain) for e in bad] == [("f#2", "invalid_json", False)]
+  assert f"Expecting value at byte {data.index(b'tru')}" in bad[0].detail
+  assert f"starts at byte {start} (char {start})" in bad[0].detail
+  assert f"reading resumes at byte {data.index(GOOD[3].encode())}" in bad[0].detail
+
+
+def test_corrupt_first_item(tmp_path):
+  path = tmp_path / "in.json"
+  path.write_text(json_list(['{"_id": "a", "v": x}'] + GOOD[1:]))
+  run_read(path, [(k, ITEMS[k]) for k in range(1, 5)], [("invalid_json", 0)], 5)
+
+
+def test_two_adjacent_corrupt_items_are_one_uncertain_region(tmp_path):
+  path = tmp_path / "in.json"
+  data = json_list(GOOD[:1] + ['{"_id": "b", x}', '{"_id": "c", y}'] + GOOD[3:]).encode()
+  path.write_bytes(data)
+  # The region holds a second item-like start that did not parse: one dead letter, flagged.
+  run_read(path, [(0, ITEMS[0]), (2, ITEMS[3]), (3, ITEMS[4])], [("invalid_json", 1)], 4,
+           stats(3, invalid_json=1, uncertain=1, nbytes=len(data)))
+  (bad,) = [e for e in events(data) if isinstance(e, Unreadable)]
+  assert "may hold up to 2 items" in bad.detail
+
+
+def test_list_truncated_at_eof(tmp_path):
+  path = tmp_path / "in.json"
+  data = json_list(GOOD)[:-12].encode()  # inside item 4
+  path.write_bytes(data)
+  run_read(path, [(k, ITEMS[k]) for k in range(4)], [("invalid_json", 4)], 5,
+           stats(4, invalid_json=1, uncertain=1, nbytes=len(data)))
+
+
+@pytest.mark.parametrize("tail,expected", [
+    ("", ["item 0", "item 1", ("invalid_json", "f#2", True)]),      # no ']'
+    (",", ["item 0", "item 1", ("invalid_json", "f#2", True)]),     # ends after ','
+    (", ]", ["item 0", "item 1", ("invalid_json", "f#2", False)]),  # trailing comma
+])
+def test_list_end_faults(tail, expected):
+  data = (json_list(GOOD[:2])[:-1] + tail).encode()
+  got = [f"item {int(s[1].split('#')[1])}" if s[0] == "item" else s for s in summary(events(data))]
+  assert got == expected
+
+
+def test_trailing_garbage_is_one_dead_letter(tmp_path):
+  path = tmp_path / "in.json"
+  data = (json_list(GOOD[:2]) + ' junk\n').encode()
+  path.write_bytes(data)
+  run_read(path, [(0, ITEMS[0]), (1, ITEMS[1])], [("invalid_json", 2)], 3,
+           stats(2, invalid_json=1, nbytes=len(data)))
+
+
+def test_trailing_items_after_the_list_are_one_uncertain_dead_letter(tmp_path):
+  """Text after ``]`` that may hold items (here a second list appended) cannot be counted."""
+  path = tmp_path / "in.json"
+  data = (json_list(GOOD[:2]) + "\n" + json_list(GOOD[2:])).encode()
+  path.write_bytes(data)
+  run_read(path, [(0, ITEMS[0]), (1, ITEMS[1])], [("invalid_json", 2)], 3,
+           stats(2, invalid_json=1, uncertain=1, nbytes=len(data)))
+  data = (json_list(GOOD[:2]) + '\n, {"_id": "z"}] junk').encode()
+  assert summary(events(data))[2:] == [("invalid_json", "f#2", True)]
+
+
+def test_missing_comma_between_whole_items_loses_nothing(tmp_path):
+  path = tmp_path / "in.json"
+  data = ("[" + GOOD[0] + ", " + GOOD[1] + " " + GOOD[2] + ", " + GOOD[3] + ", " + GOOD[4]
+          + "]").encode()
+  path.write_bytes(data)
+  run_read(path, [(k, ITEMS[k]) for k in range(5)], [], 5, stats(5, missing=1, nbytes=len(data)))
+
+
+def test_junk_between_items_is_one_uncertain_dead_letter():
+  data = ("[" + GOOD[0] + "}}, " + GOOD[1] + "]").encode()
+  assert summary(events(data)) == [("item", "f#0", ITEMS[0]), ("invalid_json", "f#1", True),
+                                   ("item", "f#2", ITEMS[1])]
+
+
+def test_nested_objects_with_other_keys_are_not_taken_for_items():
+  nested = '{"_id": "b", "kids": [{"k": 1}, {"k": 2}], "v": oops}'
+  data = json_list([GOOD[0], nested, GOOD[2]]).encode()
+  assert summary(events(data)) == [("item", "f#0", ITEMS[0]), ("invalid_json", "f#1", False),
+                                   ("item", "f#2", ITEMS[2])]
+
+
+def test_list_of_non_objects_resyncs_on_the_same_kind():
+  data = b'[[1, 2], [3, x], [5, 6], [7]]'
+  assert summary(events(data, 3)) == [("item", "f#0", [1, 2]), ("invalid_json", "f#1", False),
+                                      ("item", "f#2", [5, 6]), ("item", "f#3", [7])]
+
+
+# -- UTF-8 ----------------------------------------------------------------------------------------
+
+def test_jsonl_invalid_utf8_costs_one_line(tmp_path):
+  path = tmp_path / "in.jsonl"
+  data = b"\n".join([GOOD[0].encode(), b'{"_id": "b", "s": "caf\xe9"}', b"", GOOD[2].encode(),
+                     b"{oops"]) + b"\n"
+  path.write_bytes(data)
+  run_read(path, [(":1", ITEMS[0]), (":4", ITEMS[2])],
+           [("invalid_utf8", ":2"), ("invalid_json", ":5")], 4,
+           stats(2, invalid_json=1, invalid_utf8=1, nbytes=len(data)))
+  (bad,) = [e for e in events(data) if e.source_id == "f:2"]
+  at = data.index(b"\xe9")
+  assert f"byte 0xe9 at byte {at}" in bad.detail
+
+
+def test_list_invalid_utf8_costs_one_item(tmp_path):
+  path = tmp_path / "in.json"
+  bad = b'{"_id": "c", "v": 2, "s": "caf\xe9 \xff"}'
+  data = b"[" + b", ".join(g.encode() for g in GOOD[:2]) + b", " + bad + b", " + b", ".join(
+      g.encode() for g in GOOD[3:]) + b"]"
+  path.write_bytes(data)
+  run_read(path, [(0, ITEMS[0]), (1, ITEMS[1]), (3, ITEMS[3]), (4, ITEMS[4])],
+           [("invalid_utf8", 2)], 5, stats(4, invalid_utf8=1, nbytes=len(data)))
+
+
+def test_invalid_utf8_outside_strings_is_one_region():
+  data = b"[" + GOOD[0].encode() + b", {\"_id\": \"b\", \"v\": \xff}, " + GOOD[2].encode() + b"]"
+  assert summary(events(data)) == [("item", "f#0", ITEMS[0]), ("invalid_utf8", "f#1", False),
+                                   ("item", "f#2", ITEMS[2])]
+
+
+def test_json_escapes_of_surrogates_are_not_flagged(tmp_path):
+  """A ``\\udc80`` escape is ASCII in the file, not an invalid byte: the record is read.  A lone
+  surrogate cannot be UTF-8 encoded (Beam's coder, the tokenizer, TFRecords), so it becomes
+  U+FFFD and is counted; an escaped surrogate pair is one character and stays."""
+  text = '[{"_id": "a", "s": "\\udc80\\udcff"}, {"_id": "b", "s": "\\ud83d\\ude00 \\\\udc80"}]'
+  assert list(iter_json_list(text)) == [{"_id": "a", "s": "\udc80\udcff"},
+                                        {"_id": "b", "s": "\U0001F600 \\udc80"}]
+  path = tmp_path / "in.json"
+  path.write_text(text)
+  run_read(path, [(0, {"_id": "a", "s": "\ufffd\ufffd"}),
+                  (1, {"_id": "b", "s": "\U0001F600 \\udc80"})], [], 2,
+           dict(stats(2, nbytes=len(text)), **{"read/lone_surrogates": 2}))
+  lines = tmp_path / "in.jsonl"
+  lines.write_text('{"\\udc80": ["x\\ud800"]}\n')
+  run_read(lines, [(":1", {"\ufffd": ["x\ufffd"]})], [], 1)
+
+
+@pytest.mark.parametrize("chunk_size", range(1, 9))
+def test_multibyte_characters_split_across_chunks(chunk_size):
+  text = "é€😀 ñ"
+  prefix = '[{"_id": "'
+  for pad in range(8):  # puts every byte of every character on a chunk boundary somewhere
+    data = (prefix + "x" * pad + text + '"}]').encode()
+    assert summary(events(data, chunk_size)) == [("item", "f#0", {"_id": "x" * pad + text})]
+
+
+def test_multibyte_character_on_the_chunk_boundary_in_beam(tmp_path):
+  path = tmp_path / "in.json"
+  data = '[{"_id": "😀"}]'.encode()
+  assert data.index("😀".encode()) == 10
+  path.write_bytes(data)
+  run_read(path, [(0, {"_id": "😀"})], [], 1, chunk_size=12)  # the 4 bytes are split 2 + 2
+
+
+def test_item_larger_than_the_chunk(tmp_path):
+  path = tmp_path / "in.json"
+  big = {"_id": "big", "s": "ü" * 5000, "n": list(range(300))}
+  path.write_text(json_list([GOOD[0], json.dumps(big, ensure_ascii=False), '{"_id": "x", ]',
+                             GOOD[1]]), encoding="utf-8")
+  run_read(path, [(0, ITEMS[0]), (1, big), (3, ITEMS[1])], [("invalid_json", 2)], 4,
+           chunk_size=64)
+
+
+def test_json_line_larger_than_the_chunk(tmp_path):
+  path = tmp_path / "in.jsonl"
+  big = {"_id": "big", "s": "ü" * 5000}
+  path.write_text("\n".join([GOOD[0], json.dumps(big, ensure_ascii=False), GOOD[1]]) + "\n",
+                  encoding="utf-8")
+  run_read(path, [(":1", ITEMS[0]), (":2", big), (":3", ITEMS[1])], [], 3, chunk_size=64)
+  data = path.read_bytes()
+  got = summary(events(data, 64))
+  assert got == [("item", "f:1", ITEMS[0]), ("item", "f:2", big), ("item", "f:3", ITEMS[1])]
+  got = list(read_json_stream([data[i:i + 64] for i in range(0, len(data), 64)], "f", 64,
+                              max_item_chars=1000))
+  assert summary(got) == [("item", "f:1", ITEMS[0]), ("invalid_json", "f:2", False),
+                          ("item", "f:3", ITEMS[1])]
+  assert "line 2 is longer than 1000 bytes" in got[1].detail
+
+
+def test_item_longer_than_the_limit_is_dead_lettered():
+  data = json_list([GOOD[0], json.dumps({"_id": "big", "s": "y" * 500}), GOOD[1]]).encode()
+  got = [e for e in read_json_stream([data], "f", 16, max_item_chars=200)]
+  assert summary(got) == [("item", "f#0", ITEMS[0]), ("invalid_json", "f#1", False),
+                          ("item", "f#2", ITEMS[1])]
+  assert "item longer than 200 characters" in got[1].detail
+
+
+# -- file forms -----------------------------------------------------------------------------------
+
+def test_bom_list_and_jsonl(tmp_path):
+  bom = b"\xef\xbb\xbf"
+  (tmp_path / "l.json").write_bytes(bom + json_list(GOOD[:2]).encode())
+  run_read(tmp_path / "l.json", [(0, ITEMS[0]), (1, ITEMS[1])], [], 2, chunk_size=2)
+  (tmp_path / "j.jsonl").write_bytes(bom + "\n".join(GOOD[:2]).encode())
+  run_read(tmp_path / "j.jsonl", [(":1", ITEMS[0]), (":2", ITEMS[1])], [], 2, chunk_size=2)
+  # JSON-lines files with BOMs, concatenated: the BOM at the start of a later line is skipped.
+  (tmp_path / "c.jsonl").write_bytes(bom + GOOD[0].encode() + b"\n" + bom + GOOD[1].encode())
+  run_read(tmp_path / "c.jsonl", [(":1", ITEMS[0]), (":2", ITEMS[1])], [], 2, chunk_size=2)
+
+
+@pytest.mark.parametrize("text", ["[]", " \n[ \n ]\n"])
+def test_empty_list(tmp_path, text):
+  path = tmp_path / "in.json"
+  path.write_text(text)
+  run_read(path, [], [], 0, stats(nbytes=len(text)))
+
+
+def test_gzip_and_bz2_inputs(tmp_path):
+  data = json_list(GOOD[:2] + ['{"_id": "c", x}'] + GOOD[3:]).encode()
+  gz, bz = tmp_path / "in.json.gz", tmp_path / "in.json.bz2"
+  gz.write_bytes(gzip.compress(data))
+  bz.write_bytes(bz2.compress(data))
+  expected = [(0, ITEMS[0]), (1, ITEMS[1]), (3, ITEMS[3]), (4, ITEMS[4])]
+  # read/bytes counts the decompressed bytes.
+  run_read(gz, expected, [("invalid_json", 2)], 5, stats(4, invalid_json=1, nbytes=len(data)))
+  run_read(bz, expected, [("invalid_json", 2)], 5, chunk_size=1 << 20)
+
+
+def test_stats_and_input_counts_over_several_files(tmp_path):
+  a, b = tmp_path / "a.json", tmp_path / "b.jsonl"
+  da = json_list(GOOD[:1] + ['{"_id": "b", x}', '{"_id": "c", y}'] + GOOD[3:4]).encode()
+  db = b"\n".join([GOOD[0].encode(), b"\xff", b"[1"])
+  a.write_bytes(da)
+  b.write_bytes(db)
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(a), str(b)], chunk_size=4)
+    assert_that(out[INPUT_COUNT], equal_to([3, 3]), label="counts")
+    assert_that(out[STATS], equal_to([stats(2, invalid_json=1, uncertain=1, nbytes=len(da)),
+                                      stats(1, invalid_json=1, invalid_utf8=1, nbytes=len(db))]),
+                label="stats")
+
+
+def test_beam_counters(tmp_path):
+  path = tmp_path / "in.json"
+  path.write_text(json_list(GOOD[:2] + ['{"_id": "c", x}'] + GOOD[3:]))
+  p = beam.Pipeline(runner=FnApiRunner())
+  _ = p | ReadJsonRecords([str(path)])
+  result = p.run()
+  result.wait_until_finish()
+  counters = {c.key.metric.name: c.committed for c in result.metrics().query()["counters"]
+              if c.key.metric.namespace == "readtwice.read"}
+  assert counters["records"] == 4 and counters["invalid_json"] == 1
+  assert counters["dead_letters"] == 1 and counters["files"] == 1
+
+
+def test_progress_lines(tmp_path, caplog):
+  path = tmp_path / "in.json"
+  data = json_list(GOOD).encode()
+  path.write_bytes(data)
+  with caplog.at_level(logging.INFO, logger="pipelines"):
+    run_read(path, [(k, ITEMS[k]) for k in range(5)], [], 5, chunk_size=64, progress_every_s=0)
+  lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("read: ")]
+  assert any(l.startswith(f"read: {path} ") and "% (" in l and "MB/s)" in l for l in lines)
+  assert lines[-1].startswith(f"read: {path}: 5 records, 0 dead letters, ")
+
+
+# -- list damage: more shapes ---------------------------------------------------------------------
+
+def test_three_adjacent_corrupt_items(tmp_path):
+  path = tmp_path / "in.json"
+  data = json_list(GOOD[:1] + ['{"_id": "b", x}', '{"_id": "c", y}', '{"_id": "d", z}']
+                   + GOOD[4:]).encode()
+  path.write_bytes(data)
+  run_read(path, [(0, ITEMS[0]), (2, ITEMS[4])], [("invalid_json", 1)], 3,
+           stats(2, invalid_json=1, uncertain=1, nbytes=len(data)))
+  (bad,) = [e for e in events(data) if isinstance(e, Unreadable)]
+  assert "may hold up to 3 items" in bad.detail
+
+
+def test_corrupt_last_item_is_one_certain_dead_letter(tmp_path):
+  path = tmp_path / "in.json"
+  data = json_list(GOOD[:4] + ['{"_id": "e", "v": 4, "s": tex}']).encode() + b"\n"
+  path.write_bytes(data)
+  run_read(path, [(k, ITEMS[k]) for k in range(4)], [("invalid_json", 4)], 5,
+           stats(4, invalid_json=1, nbytes=len(data)))
+  (bad,) = [e for e in events(data, 3) if isinstance(e, Unreadable)]
+  assert "it was the last item of the list" in bad.detail
+
+
+@pytest.mark.parametrize("data,expected", [
+    # ',,': the empty slot is one dead letter, the next item is read.
+    (b'[{"a": 1},, {"a": 2}]', [("item", "f#0", {"a": 1}), ("invalid_json", "f#1", False),
+                                ("item", "f#2", {"a": 2})]),
+    (b'[, {"a": 1}]', [("invalid_json", "f#0", False), ("item", "f#1", {"a": 1})]),
+    # Damage in front of an item, with no ',' between it and the item.
+    (b'[{"a": 1},\xff {"a": 2}, {"a": 3}]',
+     [("item", "f#0", {"a": 1}), ("invalid_utf8", "f#1", True), ("item", "f#2", {"a": 2}),
+      ("item", "f#3", {"a": 3})]),
+    (b'[{"a": 1} xx {"a": 2}]', [("item", "f#0", {"a": 1}), ("invalid_json", "f#1", True),
+                                 ("item", "f#2", {"a": 2})]),
+    (b'[{"a": 1}, x{"a": 2}]', [("item", "f#0", {"a": 1}), ("invalid_json", "f#1", True),
+                                ("item", "f#2", {"a": 2})]),
+    # A region's reason is its own: the invalid UTF-8 of an earlier item does not leak into it.
+    (b'[{"a": "\xff"}, {"a": x}', [("invalid_utf8", "f#0", False), ("invalid_json", "f#1", True)]),
+    # A corrupt item is not split at a nested object with another first key.
+    (b'[{"a": 1}, {"a": {"b": 1}, x}, {"a": 3}]',
+     [("item", "f#0", {"a": 1}), ("invalid_json", "f#1", False), ("item", "f#2", {"a": 3})]),
+])
+def test_separator_faults_and_damage_before_an_item(data, expected):
+  for chunk_size in (1, 4, 1 << 20):
+    assert summary(events(data, chunk_size)) == expected
+
+
+def test_truncated_list_keeps_every_whole_item(tmp_path):
+  for cut in ('{"_id": "e", "v": 4, "s": "te', ', ', ""):
+    path = tmp_path / "in.json"
+    data = ("[" + ", ".join(GOOD[:4]) + (", " + cut if cut != ", " else cut)).encode()
+    path.write_bytes(data)
+    run_read(path, [(k, ITEMS[k]) for k in range(4)], [("invalid_json", 4)], 5,
+             stats(4, invalid_json=1, uncertain=1, nbytes=len(data)))
+
+
+# -- whole files that are not JSON ----------------------------------------------------------------
+
+@pytest.mark.parametrize("data,reason,words", [
+    (b"hello world\nthis is not json\nat all\n", "invalid_json", "none of its 3 non-blank lines"),
+    (gzip.compress(b"[1, 2]"), "invalid_json", "gzip-compressed data"),
+    (bz2.compress(b"[1, 2]"), "invalid_json", "bzip2-compressed data"),
+    ('[{"a": 1}]'.encode("utf-16"), "invalid_utf8", "UTF-16-LE text"),
+    ('[{"a": 1}]'.encode("utf-16-be"), "invalid_json", "NUL bytes"),
+    (b"\xc3\x28 x\n\xfe\xfd\n", "invalid_utf8", "none of its 2 non-blank lines"),
+    (b'{\n  "data": [\n    {"_id": "a"},\n    2\n  ]\n}\n', "invalid_json",
+     "one JSON value spread over several lines"),
+])
+def test_a_file_that_is_not_json_is_one_dead_letter(tmp_path, data, reason, words):
+  path = tmp_path / "in.json"  # no compression extension: the bytes are taken as they are
+  path.write_bytes(data)
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)], chunk_size=3)
+    assert_that(out.records, equal_to([]), label="records")
+    assert_that(out[DEAD_LETTER] | beam.Map(
+        lambda d: (d["stage"], d["reason"], d["source_id"], words in d["detail"])),
+        equal_to([("read", reason, str(path), True)]), label="dead")
+    assert_that(out[INPUT_COUNT], equal_to([1]), label="input_count")
+    assert_that(out[STATS] | beam.Map(lambda s: (s["read/records"], s[f"read/{reason}"],
+                                                 s["read/uncertain_regions"])),
+                equal_to([(0, 1, 1)]), label="stats")
+
+
+def test_not_json_lines_is_decided_after_a_bounded_number_of_lines():
+  data = b"no json here\n" * 1500 + GOOD[0].encode() + b"\n"
+  (bad,) = events(data, 64)
+  assert (bad.source_id, bad.reason, bad.uncertain) == ("f", "invalid_json", True)
+  assert "none of the first 1000 non-blank lines is JSON" in bad.detail
+
+
+def test_bad_leading_lines_then_records_are_read_line_by_line():
+  data = b"oops\n\n{\n" + b"\n".join(g.encode() for g in GOOD[:2]) + b"\n"
+  assert summary(events(data, 2)) == [("invalid_json", "f:1", False),
+                                      ("invalid_json", "f:3", False),
+                                      ("item", "f:4", ITEMS[0]), ("item", "f:5", ITEMS[1])]
+
+
+def test_one_line_json_files(tmp_path):
+  """A non-list file is JSON lines: a one-line top-level object is one record; one bad line
+  is that line's dead letter."""
+  path = tmp_path / "obj.json"
+  path.write_text('{"data": [1, 2]}')
+  run_read(path, [(":1", {"data": [1, 2]})], [], 1)
+  path = tmp_path / "page.json"
+  path.write_text("<html><body>Not found</body></html>\n")
+  run_read(path, [], [("invalid_json", ":1")], 1)
+
+
+@pytest.mark.parametrize("text", ["", " \n\n ", "\ufeff", "\ufeff\n"])
+def test_empty_and_blank_files_have_no_records(tmp_path, text):
+  path = tmp_path / "in.json"
+  path.write_bytes(text.encode())
+  run_read(path, [], [], 0, stats(nbytes=len(text.encode())), chunk_size=2)
+
+
+def test_long_leading_blanks_keep_offsets_and_line_numbers(tmp_path):
+  blanks = "\n" * 50 + " " * 200 + "\n"
+  jl = tmp_path / "in.jsonl"
+  jl.write_text(blanks + GOOD[0] + "\n{x\n" + GOOD[1] + "\n")
+  run_read(jl, [(":52", ITEMS[0]), (":54", ITEMS[1])], [("invalid_json", ":53")], 3, chunk_size=16)
+  data = (blanks + json_list([GOOD[0], '{"_id": "b", x}', GOOD[2]])).encode()
+  (bad,) = [e for e in events(data, 16) if isinstance(e, Unreadable)]
+  start = data.index(b'{"_id": "b"')
+  assert f"starts at byte {start} (char {start})" in bad.detail
+
+
+# -- compressed files -----------------------------------------------------------------------------
+
+def test_concatenated_gzip_members(tmp_path):
+  path = tmp_path / "in.json.gz"
+  data = json_list(GOOD).encode()
+  path.write_bytes(gzip.compress(data[:40]) + gzip.compress(data[40:]))
+  run_read(path, [(k, ITEMS[k]) for k in range(5)], [], 5, stats(5, nbytes=len(data)))
+
+
+def test_truncated_gzip_is_one_uncertain_dead_letter(tmp_path):
+  lines = "\n".join(json.dumps(dict(ITEMS[0], _id=f"q{i}", pad="x" * i)) for i in range(300))
+  blob = gzip.compress(lines.encode())
+  path = tmp_path / "in.jsonl.gz"
+  path.write_bytes(blob[:len(blob) // 2])
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)], chunk_size=512)
+    n = out.records | beam.combiners.Count.Globally()
+    dead = out[DEAD_LETTER] | beam.Map(lambda d: (d["reason"], "truncated" in d["detail"]))
+    assert_that(dead, equal_to([("invalid_compression", True)]), label="dead")
+    assert_that((n, out[INPUT_COUNT], out[STATS]) | beam.Flatten() | beam.combiners.ToList()
+                | beam.Map(lambda xs: _check_counts(xs)), equal_to([True]), label="counts")
+
+
+def _check_counts(xs):
+  (st,) = [x for x in xs if isinstance(x, dict)]
+  ints = sorted(x for x in xs if isinstance(x, int))
+  n = st["read/records"]
+  assert 0 < n < 300 and ints == [n, n + 1], (ints, st)
+  assert st["read/invalid_compression"] == 1 and st["read/uncertain_regions"] == 1, st
+  return True
+
+
+@pytest.mark.parametrize("blob", [b"", gzip.compress(json_list(GOOD).encode())[:-4]])
+def test_empty_or_cut_gzip_trailer_is_flagged(tmp_path, blob):
+  path = tmp_path / "in.json.gz"
+  path.write_bytes(blob)
+  records = [(k, ITEMS[k]) for k in range(5)] if blob else []
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)])
+    assert_that(out.records | beam.Map(lambda kv: kv[1]), equal_to([v for _, v in records]),
+                label="records")
+    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d["reason"], d["source_id"])),
+                equal_to([("invalid_compression", str(path))]), label="dead")
+
+
+def test_corrupt_gzip_data_is_a_dead_letter_not_a_crash(tmp_path):
+  blob = bytearray(gzip.compress(json_list(GOOD * 50).encode(), compresslevel=1))
+  blob[30:60] = b"\x00" * 30
+  path = tmp_path / "in.json.gz"
+  path.write_bytes(bytes(blob))
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)], chunk_size=64)
+    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d["reason"], "damaged" in d["detail"])),
+                equal_to([("invalid_compression", True)]), label="dead")
+
+
+def test_storage_errors_are_raised_not_dead_lettered(tmp_path, monkeypatch):
+  from pipelines.beam import read as read_module
+  path = tmp_path / "in.json.gz"
+  path.write_bytes(gzip.compress(json_list(GOOD).encode()))
+
+  class Broken:
+    def __init__(self, *a, **k):
+      pass
+    def read(self, n):
+      raise OSError("connection reset")
+    def close(self):
+      pass
+    def __enter__(self):
+      return self
+    def __exit__(self, *a):
+      return False
+
+  monkeypatch.setattr(read_module, "_open", lambda p, n: (Broken(), Broken()))
+  with pytest.raises(Exception, match="connection reset"):
+    with TestPipeline(runner=FnApiRunner()) as p:
+      _ = p | ReadJsonRecords([str(path)])
+
+
+# -- properties -----------------------------------------------------------------------------------
+
+def test_reading_is_lazy():
+  """The reader pulls chunks as it goes: the first record comes after a few of 1,000."""
+  pulled = []
+  def chunks():
+    yield b"[" + GOOD[0].encode()
+    for i in range(1000):
+      pulled.append(i)
+      yield b", " + GOOD[1].encode()
+    yield b"]"
+  it = read_json_stream(chunks(), "f", 64)
+  assert next(it) == Item("f#0", ITEMS[0])
+  assert len(pulled) <= 2
+  assert sum(1 for _ in it) == 1000
+
+
+def test_results_do_not_depend_on_chunking_and_ids_are_contiguous():
+  rng = random.Random(7)
+  base = [{"_id": f"q{i}", "s": rng.choice(["é€😀", "plain", 'a"b', "x, {y"]),
+           "ctx": [["T", ["s1", "s2"]]], "n": rng.randint(-5, 10**6)} for i in range(6)]
+  for _ in range(150):
+    data = bytearray(json.dumps(base, ensure_ascii=rng.random() < 0.5).encode())
+    for _ in range(rng.randint(1, 3)):
+      k = rng.randrange(1, len(data))
+      op = rng.random()
+      if op < 0.3:
+        del data[k:k + rng.randint(1, 5)]
+      elif op < 0.7:
+        data[k:k] = bytes([rng.choice(b'{}[],:" x\xff\xc3')])
+      elif op < 0.9:
+        data[k] = rng.choice(b'{}[],:" x\xff')
+      else:
+        data = data[:k]
+    data = bytes(data)
+    reference = list(read_json_stream([data], "f", len(data) + 1))
+    for chunk_size in (1, 2, 3, 7, 64):
+      assert events(data, chunk_size) == reference, data
+    limited = list(read_json_stream([data], "f", len(data) + 1, max_item_chars=60))
+    for chunk_size in (1, 5):
+      chunks = [data[i:i + chunk_size] for i in range(0, len(data), chunk_size)]
+      assert list(read_json_stream(chunks, "f", chunk_size, max_item_chars=60)) == limited, data
+    if data.lstrip().startswith(b"["):
+      ids = [int(e.source_id.split("#")[1]) for e in reference if not isinstance(e, Repaired)]
+      assert ids == list(range(len(ids))), data
+
+
+def test_json_lines_and_file_heads_do_not_depend_on_chunking():
+  rng = random.Random(11)
+  lines = [json.dumps({"_id": f"q{i}", "s": rng.choice(["é€😀", "plain", "x, {y"])})
+           for i in range(5)]
+  heads = [b"", b"\xef\xbb\xbf", b"\n" * 70, b" " * 100, b"\xef\xbb\xbf \n" * 30, b"\xff\xfe",
+           b"\x1f\x8b", b"{\n"]
+  for _ in range(100):
+    data = bytearray("\n".join(lines).encode())
+    for _ in range(rng.randint(0, 3)):
+      k = rng.randrange(0, len(data))
+      data[k:k] = bytes([rng.choice(b'{}[],:"\n x\xff\xc3')])
+    data = rng.choice(heads) + bytes(data)
+    reference = list(read_json_stream([data], "f", len(data) + 1))
+    for chunk_size in (1, 2, 5, 64):
+      assert events(data, chunk_size) == reference, data
+    # Whatever the damage, every non-blank line is a record or a dead letter, or the whole
+    # file is one dead letter.
+    if len(reference) != 1 or reference[0].source_id != "f":
+      assert {e.source_id for e in reference} <= {f"f:{n}" for n in range(1, 200)}, data
