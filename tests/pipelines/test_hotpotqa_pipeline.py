@@ -313,3 +313,42 @@ def test_hugging_face_export_layout_parses_like_the_official_one():
   assert reader.parse_record(hf, "x") == reader.parse_record(official, "x")
   with pytest.raises(Exception, match="equal length"):
     reader.parse_record(dict(hf, context={"title": ["A"], "sentences": []}), "x")
+
+
+def _dead_letters(out):
+  return sorted((d["stage"], d["reason"], d["source_id"])
+                for f in glob.glob(os.path.join(out, "dead_letter", "*.jsonl"))
+                for d in map(json.loads, open(f)))
+
+
+def test_corrupt_items_in_the_middle_of_a_list_lose_nothing(tmp_path):
+  # Issue 8: the old reader stopped at the first corrupt item (input 3 for a file of 5).
+  items = [json.dumps(hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARIS))
+           for i in range(5)]
+  items[1] = items[1].replace('"question": ', '"question" ', 1)  # missing colon
+  items[3] = items[3][:40] + "}"                                   # cut short inside a string
+  path = tmp_path / "in.json"
+  path.write_text("[" + ",\n".join(items) + "]")
+  out = str(tmp_path / "out")
+  m = hotpotqa.run(str(path), out, SMALL)
+  assert m["counts"] == {"input": 5, "written": 3, "skipped": 0, "rejected": 2}
+  assert _dead_letters(out) == [("read", "invalid_json", f"{path}#1"),
+                                ("read", "invalid_json", f"{path}#3")]
+  assert sorted(read_side(out)) == ["q0", "q2", "q4"]
+  assert m["stage_counts"][0] == {"stage": "read", "input": 5, "output": 3, "skipped": 0,
+                                  "rejected": 2}
+
+
+def test_invalid_utf8_in_one_json_line_loses_only_that_line(tmp_path):
+  # Issue 8: the old reader dead-lettered the whole file (0 of 5 written).
+  lines = [json.dumps(hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARIS),
+                      ensure_ascii=False).encode("utf-8") for i in range(5)]
+  lines[2] = lines[2].replace(b"Louvre", b"Louvr\xff\xfe")
+  path = tmp_path / "in.jsonl"
+  path.write_bytes(b"\n".join(lines) + b"\n")
+  out = str(tmp_path / "out")
+  m = hotpotqa.run(str(path), out, SMALL)
+  assert m["counts"] == {"input": 5, "written": 4, "skipped": 0, "rejected": 1}
+  assert _dead_letters(out) == [("read", "invalid_utf8", f"{path}:3")]
+  assert sorted(read_side(out)) == ["q0", "q1", "q3", "q4"]
+  assert m["input_count_exact"] is True
