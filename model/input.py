@@ -171,6 +171,9 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
 def read_manifest(output_dir: str) -> Dict:
   """Loads and validates ``<output_dir>/manifest.json`` (refuses other major versions)."""
   path = os.path.join(output_dir, manifest_lib.MANIFEST_FILE)
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f"{path} does not exist: {output_dir} is not the output directory "
+                            "of a finished pipeline run")
   with tf.io.gfile.GFile(path) as f:
     return manifest_lib.loads(f.read(), source=f"manifest {path}")
 

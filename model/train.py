@@ -302,8 +302,13 @@ def main(argv=None) -> int:
       mc = None
   except (OSError, ValueError) as e:
     p.error(str(e))
-  if mc is None:
-    mc = config_from_manifest(args.records_dir, args.preset)
+  try:  # Unusable records are a user error: one line, exit 1.
+    input_lib.read_manifest(args.records_dir)
+    if mc is None:
+      mc = config_from_manifest(args.records_dir, args.preset)
+  except (FileNotFoundError, ValueError) as e:  # ManifestError, SchemaVersionError
+    print(f"{p.prog}: error: --records_dir: {e}", file=sys.stderr, flush=True)
+    return 1
   summary = train(args.records_dir, args.model_dir, mc, tc)
   summary.pop("losses")
   print(json.dumps(summary), flush=True)

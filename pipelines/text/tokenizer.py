@@ -90,14 +90,6 @@ class Tokenizer:
     return self._tok
 
   @property
-  def cls_id(self) -> int:
-    return self.special_ids["cls"]
-
-  @property
-  def sep_id(self) -> int:
-    return self.special_ids["sep"]
-
-  @property
   def pad_id(self) -> int:
     return self.special_ids["pad"]
 

@@ -40,7 +40,18 @@ def captured(monkeypatch):
 
   monkeypatch.setattr(train, "train", fake_train)
   monkeypatch.setattr(train, "config_from_manifest", lambda d, p: configs.tiny())
+  monkeypatch.setattr(train.input_lib, "read_manifest", lambda d: {})
   return calls
+
+
+def test_records_dir_without_a_manifest_is_one_line(tmp_path, capsys):
+  code = train.main(["--records_dir", str(tmp_path / "nope"), "--model_dir", str(tmp_path / "m")])
+  err = capsys.readouterr().err
+  assert code == 1
+  assert err.splitlines() == [
+      f"python -m model.train: error: --records_dir: {tmp_path / 'nope' / 'manifest.json'} does "
+      f"not exist: {tmp_path / 'nope'} is not the output directory of a finished pipeline run"]
+  assert not (tmp_path / "m").exists()
 
 
 def test_parser_defaults_are_train_config_defaults():
