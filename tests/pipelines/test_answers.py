@@ -2,6 +2,7 @@
 
 import pytest
 
+from pipelines.text import answers
 from pipelines.text.answers import find_answer_spans
 
 
@@ -61,3 +62,27 @@ def test_normalised_and_multi_answer_behaviour_is_kept():
       [(0, 5), (15, 20)], "exact")
   assert find_answer_spans("東京 and Tokyo", ["Tokyo", "東京"]) == ([(0, 2), (7, 12)], "exact")
   assert find_answer_spans("anything", ["", "  ", "missing"]) == ([], "not_found")
+
+
+def _reference_spans(answer, text):
+  """The rule written as one regex with look-behind / look-ahead (slow to compile)."""
+  import re
+  spaced_word = f"[^\\W{answers.NO_SPACE_SCRIPTS}]"
+  no_space = re.compile(f"[{answers.NO_SPACE_SCRIPTS}]")
+  head = "" if no_space.match(answer[0]) else f"(?<!{spaced_word})"
+  tail = "" if no_space.match(answer[-1]) else f"(?!{spaced_word})"
+  core = r"\s+".join(re.escape(p) for p in answer.split())
+  return sorted(m.span() for m in re.finditer(head + core + tail, text, re.IGNORECASE))
+
+
+def test_occurrences_equal_the_lookaround_regex_on_random_texts():
+  import random
+  rng = random.Random(0)
+  alphabet = "aAb  \t\n富士山x.-é"
+  for _ in range(3000):
+    text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+    answer = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4))).strip()
+    if not answer:
+      continue
+    got = sorted(answers._occurrences(answer, text))
+    assert got == _reference_spans(answer, text), (answer, text)
