@@ -45,6 +45,7 @@ def breakdown(raw) -> dict:
   out["parse"] = time.perf_counter() - t0
   fn = TokenizeAndSegmentFn(config)
   fn.setup()
+  fn.start_bundle()
   t0 = time.perf_counter()
   subs = []
   for i in range(0, len(docs), config.batch_size):

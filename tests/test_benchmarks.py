@@ -1,0 +1,25 @@
+"""Every benchmark runs alone on a tiny input and ends with its one-line JSON figure (they are
+not run anywhere else in CI, so an API change would otherwise break them silently)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("script, args", [
+    ("hotpotqa_throughput.py", ["--num_questions", "30", "--repeats", "1"]),
+    ("read_memory.py", ["--sizes_mb", "1,2"]),
+    ("segment_windows.py", ["--repeats", "1", "--calls", "3"]),
+])
+def test_benchmark_prints_its_figure_last(script, args):
+  proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script)] + args,
+                        cwd=REPO, capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  figure = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert {"metric", "value", "target", "unit"} <= set(figure)
+  assert figure["value"] is not None
