@@ -94,6 +94,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     c = m["counts"]
     LOGGER.info("done: %d input, %d written, %d skipped, %d rejected -> %s", c["input"],
                 c["written"], c["skipped"], c["rejected"], args.output_dir)
+    if not c["written"]:
+      LOGGER.warning("no document was written: %s", "the input holds no records" if not
+                     c["input"] else f"see {args.output_dir}/dead_letter/ for why")
     return summary(m, args.output_dir)
 
   return cli.run_main(PROG, body)
