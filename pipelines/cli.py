@@ -33,7 +33,7 @@ from pipelines.beam.inputs import describe_inputs
 from pipelines.errors import MARKER, UserError, user_error_message
 from pipelines.provenance import git_revision
 from pipelines.text.segmenter import SegmenterConfig
-from pipelines.text.tokenizer import Tokenizer, TokenizerSpec
+from pipelines.text.tokenizer import Tokenizer, TokenizerSpec, shared_tokenizer
 
 LOGGER = logging.getLogger("pipelines")
 # Loggers shown at INFO besides ours: the Dataflow runner's "Submitted job" / console URL lines.
@@ -103,6 +103,10 @@ def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentPa
                    help="byte-level BPE vocab.json (e.g. RoBERTa's); default: the packaged "
                         "GPT-2 BPE")
   rec.add_argument("--merges_file", default=None, help="merges.txt that goes with --vocab_file")
+  rec.add_argument("--compression", default=d.compression, choices=["none", "gzip"],
+                   help="gzip the record shards (.tfrecord.gz, TFRecord GZIP as tf.data reads "
+                        "it) and the documents side files (.jsonl.gz); readers follow the "
+                        "manifest (default: %(default)s)")
   rec.add_argument("--batch_size", type=int, default=d.batch_size,
                    help="documents tokenised per encode_batch call (default: %(default)s)")
   p.add_argument("--log_level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -171,7 +175,8 @@ def records_config(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         tokenizer=TokenizerSpec(args.vocab_file, args.merges_file),
         segments_per_pack=args.segments_per_pack, num_shards=args.num_shards,
         segments_per_shard=args.segments_per_shard,
-        deduplicate=args.deduplicate, batch_size=args.batch_size)
+        deduplicate=args.deduplicate, batch_size=args.batch_size,
+        compression=args.compression)
   except ValueError as e:
     parser.error(str(e))
     raise  # unreachable: parser.error exits
@@ -180,7 +185,7 @@ def records_config(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 def load_tokenizer(spec: TokenizerSpec) -> Tokenizer:
   """The tokenizer of ``spec``; unreadable vocabulary files are a user error."""
   try:
-    return Tokenizer(spec)
+    return shared_tokenizer(spec)
   except (OSError, ValueError) as e:  # missing or malformed --vocab_file / --merges_file
     raise UserError(f"cannot load the tokenizer (--vocab_file={spec.vocab_path}, "
                     f"--merges_file={spec.merges_path}): {e}") from e

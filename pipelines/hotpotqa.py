@@ -61,14 +61,17 @@ def run(input_pattern: str, output_dir: str, config: RecordsConfig,
               sum(i["bytes"] for i in inputs) / 1e6,
               ", ".join(f"{i['path']} ({i['bytes'] / 1e6:,.1f} MB)" for i in inputs[:5])
               + (f", ... ({len(inputs) - 5} more)" if len(inputs) > 5 else ""))
-  writer.prepare_output_dir(output_dir, overwrite)
+  existed = writer.prepare_output_dir(output_dir, overwrite)
   header = cli.manifest_header("hotpotqa", config, input_pattern, inputs)
   LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
               output_dir)
   p = cli.make_pipeline(beam_args)
   build(p, [i["path"] for i in inputs], output_dir, config, header)
-  result = p.run()
-  result.wait_until_finish()
+  try:
+    p.run().wait_until_finish()
+  except BaseException:
+    writer.clean_up_failed_run(output_dir, existed)
+    raise
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   from schemas import manifest as manifest_schema  # pylint: disable=g-import-not-at-top
   with FileSystems.open(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)) as f:

@@ -12,7 +12,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.parametrize("script, args", [
-    ("hotpotqa_throughput.py", ["--num_questions", "30", "--repeats", "1"]),
+    ("hotpotqa_throughput.py", ["--num_questions", "30", "--pairs", "2"]),
+    ("pipeline_memory.py", ["--questions", "100,200"]),
     ("read_memory.py", ["--sizes_mb", "1,2"]),
     ("segment_windows.py", ["--repeats", "1", "--calls", "3"]),
 ])

@@ -24,13 +24,16 @@ class RecordsConfig:
   num_shards: int = 0  # 0: ceil(total segments / segments_per_shard), at least 1
   segments_per_shard: int = 16384
   deduplicate: bool = True
-  batch_size: int = 64
+  batch_size: int = 256
+  compression: str = "none"  # records and documents side files: "none" or "gzip"
 
   def __post_init__(self):
     _at_least("segments_per_pack", self.segments_per_pack, 1)
     _at_least("num_shards", self.num_shards, 0, " (0 derives it from the segment count)")
     _at_least("segments_per_shard", self.segments_per_shard, 1)
     _at_least("batch_size", self.batch_size, 1)
+    if self.compression not in ("none", "gzip"):
+      raise ValueError(f"--compression must be 'none' or 'gzip', got {self.compression!r}")
     if self.segmenter.max_segments_per_document > self.segments_per_pack:
       raise ValueError(
           f"--max_segments_per_document={self.segmenter.max_segments_per_document} exceeds "
@@ -39,5 +42,6 @@ class RecordsConfig:
   def describe(self) -> Dict[str, Any]:
     d = dataclasses.asdict(self.segmenter)
     d.update(segments_per_pack=self.segments_per_pack, num_shards=self.num_shards,
-             segments_per_shard=self.segments_per_shard, deduplicate=self.deduplicate)
+             segments_per_shard=self.segments_per_shard, deduplicate=self.deduplicate,
+             compression=self.compression)
     return d

@@ -10,14 +10,13 @@ kept) and counts as skipped in the manifest.
 from __future__ import annotations
 
 import re
-from typing import Iterable, List, Tuple
+from typing import Any, Iterable, List, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from pipelines.beam.dead_letter import dead_letter
 from pipelines.beam.stats import STATS, BundleStats
-from pipelines.document import Document
 
 SKIPPED = "skipped"  # tag of the skipped-items output
 _INDEXED = re.compile(r"^(.*)[#:](\d+)$")
@@ -38,7 +37,7 @@ class _KeepFirstFn(beam.DoFn):
   def start_bundle(self):
     self._stats = BundleStats()
 
-  def process(self, element: Tuple[str, Iterable[Document]]):
+  def process(self, element: Tuple[str, Iterable[Any]]):
     doc_id, docs = element
     docs = sorted(docs, key=lambda d: source_order(d.source_id))
     self._stats.count("dedup/input", len(docs))
@@ -58,7 +57,11 @@ class _KeepFirstFn(beam.DoFn):
 
 class DeduplicateDocuments(beam.PTransform):
   """Documents -> one document per id; outputs ``skipped`` (records of the dropped ones) and
-  ``stats`` (``dedup/input``, ``dedup/output``, ``skipped/dedup/duplicate_id``)."""
+  ``stats`` (``dedup/input``, ``dedup/output``, ``skipped/dedup/duplicate_id``).
+
+  A document is anything with ``id`` and ``source_id`` (the job passes the small
+  :class:`~pipelines.beam.spill.Entry` of each segmented document, not its text).
+  """
 
   def expand(self, docs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
     return (docs | "ById" >> beam.Map(lambda d: (d.id, d))

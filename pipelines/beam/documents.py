@@ -1,14 +1,18 @@
 """From parsed documents to written records: the shared middle and end of every job.
 
-  Document --CheckLabels--> --DeduplicateDocuments--> --TokenizeAndSegment--> SubDocument
-     --WriteShards(PackEncoder)--> records-*.tfrecord
-     \\--> documents side file ----------------------> documents/*.jsonl
-  dead letters of every stage ----------------------> dead_letter/*.jsonl
-  skipped items (duplicate ids) --------------------> skipped/*.jsonl
-  counters and distributions of every stage --------> manifest.json, then COMPLETED
+  Document --TokenizeAndSegment--> (sub-documents and side line spilled to _spill/) Entry
+     --CheckLabels--> --DeduplicateDocuments--> Entry, one per written document
+     --WriteShards(SpilledPackEncoder)--> records-*.tfrecord   (each shard reads its own
+     --WriteShards(spilled_side_lines)--> documents/*.jsonl      documents back from _spill/)
+  dead letters of every stage ---------------------------------> dead_letter/*.jsonl
+  skipped items (duplicate ids) --------------------------------> skipped/*.jsonl
+  counters and distributions of every stage -------------------> manifest.json, then COMPLETED
 
-The stages live in their own modules (``labels``, ``dedup``, ``segment``, ``writer``,
-``packing``, ``stats``, ``manifest``); this module only wires them.
+Each document's tokens cross Beam at most once (a reshuffle on distributed runners, so that
+tokenising spreads over workers); after segmentation only its small ``Entry`` does.  Memory is
+therefore bounded by a bundle and a shard, not by the input (see ``pipelines/beam/spill.py``).
+The stages live in their own modules (``labels``, ``dedup``, ``segment``, ``spill``,
+``writer``, ``packing``, ``stats``, ``manifest``); this module only wires them.
 """
 
 from __future__ import annotations
@@ -28,17 +32,19 @@ from pipelines.beam.dedup import (SKIPPED, DeduplicateDocuments, FindDuplicateId
                                   duplicate_ids_message)
 from pipelines.beam.labels import LABELS, CheckLabels
 from pipelines.beam.manifest import write_manifest
-from pipelines.beam.packing import PackEncoder
-from pipelines.beam.segment import SIDE, TokenizeAndSegment
+from pipelines.beam import spill
+from pipelines.beam.packing import SpilledPackEncoder, spilled_side_lines
+from pipelines.beam.segment import TokenizeAndSegment
 from pipelines.beam.stats import STATS, SumStats
 from pipelines.errors import UserError
 
 
-def _num_shards(stats: Dict[str, Any], cfg: RecordsConfig, duplicates: List = ()) -> int:
-  """The shard count (every write waits for it, so a refusal here comes before any write)."""
+def _num_shards(segments: int, cfg: RecordsConfig, duplicates: List = ()) -> int:
+  """The shard count from the segments of the documents to write (every write waits for it,
+  so a refusal here comes before any write)."""
   if duplicates:
     raise UserError(duplicate_ids_message(list(duplicates)))
-  return cfg.num_shards or max(1, -(-stats.get("segment/segments", 0) // cfg.segments_per_shard))
+  return cfg.num_shards or max(1, -(-segments // cfg.segments_per_shard))
 
 
 def _side_lines(records: beam.PCollection, label: str) -> beam.PCollection:
@@ -54,57 +60,66 @@ class DocumentsToRecords(beam.PTransform):
   records the job read), and optionally ``dead_letters`` and ``stats`` from earlier stages.
   ``header`` holds the manifest's job, git revision, inputs, config and ``tokenizer``
   description (``Tokenizer.describe()``, whose fingerprint the workers check).
+  ``reshuffle``: redistribute documents before tokenising (distributed runners: a file is read
+  by one worker; locally it would only hold every document in memory).
   Output: a PCollection holding the manifest dict once everything is written.
   """
 
-  def __init__(self, output_dir: str, config: RecordsConfig, header: Dict[str, Any]):
+  def __init__(self, output_dir: str, config: RecordsConfig, header: Dict[str, Any],
+               reshuffle: bool = False):
     super().__init__()
     self._output_dir = output_dir
     self._config = config
     self._header = header
+    self._reshuffle = reshuffle
 
   def expand(self, inputs: Dict[str, beam.PCollection]) -> beam.PCollection:
     cfg = self._config
     out = self._output_dir
+    spill_dir = spill.spill_dir(out)
     p = inputs["documents"].pipeline
     stats = [inputs[k] for k in ("stats",) if k in inputs]
     dead = [inputs[k] for k in ("dead_letters",) if k in inputs]
 
-    checked = inputs["documents"] | "CheckLabels" >> CheckLabels()
-    docs = checked["documents"]
-    stats.append(checked[STATS])
-    dead.append(checked[DEAD_LETTER])
-    # Either step redistributes documents over workers (a file read by one worker otherwise
-    # stays on it through the fused stages).
-    if cfg.deduplicate:
-      deduped = docs | "Deduplicate" >> DeduplicateDocuments()
-      docs = deduped.documents
-      stats.append(deduped[STATS])
-      skipped = deduped[SKIPPED]
-      duplicates = None
-    else:
-      duplicates = docs | "FindDuplicateIds" >> FindDuplicateIds()
+    docs = inputs["documents"]
+    if self._reshuffle:
       docs = docs | "Reshuffle" >> beam.Reshuffle()
-      skipped = p | "NoSkipped" >> beam.Create([])
     tokenizer = self._header["tokenizer"]
-    seg = docs | "TokenizeAndSegment" >> TokenizeAndSegment(cfg, tokenizer["fingerprint"])
+    seg = docs | "TokenizeAndSegment" >> TokenizeAndSegment(cfg, spill_dir,
+                                                            tokenizer["fingerprint"])
     stats.append(seg[STATS])
     dead.append(seg[DEAD_LETTER])
+    checked = seg["entries"] | "CheckLabels" >> CheckLabels()
+    entries = checked["documents"]
+    stats.append(checked[STATS])
+    dead.append(checked[DEAD_LETTER])
+    if cfg.deduplicate:
+      deduped = entries | "Deduplicate" >> DeduplicateDocuments()
+      entries = deduped.documents
+      stats.append(deduped[STATS])
+      skipped = deduped[SKIPPED]
+      side = []
+    else:
+      duplicates = entries | "FindDuplicateIds" >> FindDuplicateIds()
+      skipped = p | "NoSkipped" >> beam.Create([])
+      side = [beam.pvalue.AsSingleton(duplicates)]
     pad_id = tokenizer["special_ids"]["pad"]
     total_stats = (tuple(stats) | "FlattenStats" >> beam.Flatten()
                    | "SumStats" >> beam.CombineGlobally(SumStats()))
-    side = [] if duplicates is None else [beam.pvalue.AsSingleton(duplicates)]
-    num_shards = total_stats | "NumShards" >> beam.Map(_num_shards, cfg, *side)
+    segments = (entries | "EntrySegments" >> beam.Map(lambda e: e.segments)
+                | "SumSegments" >> beam.CombineGlobally(sum))
+    num_shards = segments | "NumShards" >> beam.Map(_num_shards, cfg, *side)
     one_shard = num_shards | "OneShard" >> beam.Map(lambda _: 1)
 
+    keyed = entries | "ById" >> beam.Map(lambda e: (e.id, e))
     shards = [
-        seg.sub_documents | "WriteRecords" >> writer.WriteShards(
+        keyed | "WriteRecords" >> writer.WriteShards(
             out, "records", ".tfrecord", num_shards,
-            PackEncoder(cfg.segments_per_pack, cfg.segmenter.seq_length, pad_id),
-            writer.frame_tfrecord),
-        seg[SIDE] | "WriteDocuments" >> writer.WriteShards(
+            SpilledPackEncoder(cfg.segments_per_pack, cfg.segmenter.seq_length, pad_id),
+            writer.frame_tfrecord, compression=cfg.compression),
+        keyed | "WriteDocuments" >> writer.WriteShards(
             FileSystems.join(out, documents_schema.DOCUMENTS_DIR), "documents", ".jsonl",
-            num_shards, writer.encode_lines, writer.frame_line),
+            num_shards, spilled_side_lines, writer.frame_line, compression=cfg.compression),
     ]
     all_dead = tuple(dead) | "FlattenDeadLetters" >> beam.Flatten()
     shards.append(_side_lines(all_dead, "DeadLetter") | "WriteDeadLetters" >> writer.WriteShards(
@@ -122,4 +137,4 @@ class DocumentsToRecords(beam.PTransform):
                 write_manifest, out, self._header,
                 beam.pvalue.AsSingleton(input_count), beam.pvalue.AsSingleton(total_stats),
                 beam.pvalue.AsList(reasons), beam.pvalue.AsList(all_shards),
-                beam.pvalue.AsSingleton(checked[LABELS])))
+                beam.pvalue.AsSingleton(checked[LABELS]), spill_dir))

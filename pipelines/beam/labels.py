@@ -7,6 +7,10 @@ a broken record (it would silently train as "no answer here"): it is dead-letter
 which case applied to each file (``labelled``: every question has answers; ``unlabelled``: none
 has, a test file; ``mixed``: some questions were rejected).  Documents without a question
 (pretraining text) pass unchanged.
+
+It runs on the segmented documents' :class:`~pipelines.beam.spill.Entry` (``labelled`` is None
+without a question, else whether the question has an answer), after segmentation: the
+per-file decision needs every document of a file, and only the small entries wait for it.
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
+from pipelines.beam.spill import Entry
 from pipelines.beam.stats import STATS, BundleStats
-from pipelines.document import Document
 
 LABELS = "labels"
 _SOURCE = re.compile(r"^(.*)[#:]\d+$")
@@ -31,13 +35,9 @@ def source_file(source_id: str) -> str:
   return m.group(1) if m else source_id
 
 
-def is_labelled(doc: Document) -> bool:
-  return bool(doc.question is not None and doc.question.answers)
-
-
-def _file_label_counts(doc: Document) -> Iterable[Tuple[Tuple[str, bool], int]]:
-  if doc.question is not None:
-    yield (source_file(doc.source_id), is_labelled(doc)), 1
+def _file_label_counts(entry: Entry) -> Iterable[Tuple[Tuple[str, bool], int]]:
+  if entry.labelled is not None:
+    yield (source_file(entry.source_id), entry.labelled), 1
 
 
 def file_modes(counts: List[Tuple[Tuple[str, bool], int]]) -> Dict[str, Dict]:
@@ -60,29 +60,29 @@ class _CheckFn(beam.DoFn):
   def start_bundle(self):
     self._stats = BundleStats()
 
-  def process(self, doc: Document, modes: Dict[str, Dict]):
+  def process(self, entry: Entry, modes: Dict[str, Dict]):
     self._stats.count("labels/input")
-    if doc.question is not None and not is_labelled(doc):
-      path = source_file(doc.source_id)
+    if entry.labelled is False:
+      path = source_file(entry.source_id)
       mode = modes.get(path, {})
       if mode.get("labelled"):
         self._rejected.inc()
         yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(
-            "labels", "missing_answer", doc.source_id,
-            f"question {doc.question.id!r} has no answer, but {mode['labelled']} questions of "
-            f"{path} have one (only test files without any answers may be unlabelled)"))
+            "labels", "missing_answer", entry.source_id,
+            f"question {entry.question_id!r} has no answer, but {mode['labelled']} questions "
+            f"of {path} have one (only test files without any answers may be unlabelled)"))
         return
     self._stats.count("labels/output")
-    yield doc
+    yield entry
 
   def finish_bundle(self):
     yield from self._stats.emit()
 
 
 class CheckLabels(beam.PTransform):
-  """Documents -> the same documents minus unlabelled questions of labelled files.
+  """Entries -> the same entries minus unlabelled questions of labelled files.
 
-  Outputs: main (Document), ``dead_letter``, ``stats`` and ``labels`` (one dict
+  Outputs: main (Entry), ``dead_letter``, ``stats`` and ``labels`` (one dict
   ``{file: {"mode", "labelled", "unlabelled"}}`` for the manifest).
   """
 

@@ -13,17 +13,17 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import documents as documents_schema
 from schemas import manifest as manifest_schema
 from schemas import records
-from pipelines.beam import writer
+from pipelines.beam import spill, writer
 from pipelines.beam.stats import split_stats
 
 LOGGER = logging.getLogger("pipelines")
 # Stages in pipeline order; a stage appears in ``stage_counts`` when it ran.
-STAGE_ORDER = ("read", "parse", "labels", "dedup", "segment")
+STAGE_ORDER = ("read", "parse", "segment", "labels", "dedup")
 _STAGE_IO = {  # stage -> (input counter, output counter) in the stats
     "parse": ("parse/input", "parse/output"),
+    "segment": ("segment/input", "segment/documents"),
     "labels": ("labels/input", "labels/output"),
     "dedup": ("dedup/input", "dedup/output"),
-    "segment": ("segment/input", "segment/documents"),
 }
 
 
@@ -69,9 +69,11 @@ def build_manifest(header: Dict[str, Any], input_count: int, stats: Dict[str, An
     stage, _, reason = k.partition("/")
     stages[stage][f"rejected:{reason}"] = v
   record_shards = sorted((s for s in shards if s["kind"] == "records"), key=lambda s: s["path"])
-  examples = {"documents": counters.get("segment/documents", 0),
-              "sub_documents": counters.get("segment/sub_documents", 0),
-              "segments": counters.get("segment/segments", 0),
+  rows = stage_counts(input_count, counters, rejected_by_reason, skipped_by_reason)
+  # What was written: the last stage's output, and the record shards' own counts.
+  examples = {"documents": rows[-1]["output"],
+              "sub_documents": sum(s["sub_documents"] for s in record_shards),
+              "segments": sum(s["segments"] for s in record_shards),
               "packs": sum(s["packs"] for s in record_shards),
               "padding_segments": sum(s["padding_segments"] for s in record_shards)}
   docs = max(examples["documents"], 1)
@@ -92,7 +94,7 @@ def build_manifest(header: Dict[str, Any], input_count: int, stats: Dict[str, An
       # False when the read stage met an unreadable region that may have held several records
       # (each such region counts as one input record).
       input_count_exact=counters.get("read/uncertain_regions", 0) == 0,
-      stage_counts=stage_counts(input_count, counters, rejected_by_reason, skipped_by_reason),
+      stage_counts=rows,
       rejected_by_reason=rejected_by_reason, skipped_by_reason=skipped_by_reason,
       stages={k: dict(sorted(v.items())) for k, v in sorted(stages.items())},
       distributions={k.partition("/")[2] or k: d.describe() for k, d in sorted(dists.items())},
@@ -108,9 +110,14 @@ def build_manifest(header: Dict[str, Any], input_count: int, stats: Dict[str, An
 
 def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
                    stats: Dict[str, Any], reasons: List[Tuple[str, int]],
-                   shards: List[Dict[str, Any]], labels: Dict[str, Dict]):
-  """FlatMap body: writes ``manifest.json`` then ``COMPLETED``; yields the manifest."""
+                   shards: List[Dict[str, Any]], labels: Dict[str, Dict],
+                   spill_dir: str | None = None):
+  """FlatMap body: deletes the spill files, writes ``manifest.json`` then ``COMPLETED``;
+  yields the manifest."""
   m = build_manifest(header, input_count, stats, reasons, shards, labels)
+  if spill_dir is not None:
+    deleted = spill.delete(spill_dir)
+    LOGGER.info("deleted %d temporary spill file(s) under %s", deleted, spill_dir)
   text = manifest_schema.dumps(m)  # validates: raises if the counters do not reconcile
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE),
                           [text.encode("utf-8")])

@@ -25,6 +25,7 @@ from typing import Dict, List, Sequence, Tuple
 import numpy as np
 
 from schemas import example_proto, records
+from pipelines.beam import spill
 from pipelines.text.segmenter import (SEGMENT_FEATURES, TOKEN_FEATURES, SubDocument,
                                       empty_token_features)
 
@@ -99,6 +100,27 @@ def pack_features(docs: Sequence[SubDocument], segments_per_pack: int, seq_lengt
 
 def serialize_pack(feats: Dict[str, np.ndarray | list]) -> bytes:
   return example_proto.encode_example(feats, DTYPES)
+
+
+class SpilledPackEncoder:
+  """``writer.ShardEncoder`` for ``(document id, spill.Entry)`` items: reads the shard's
+  spilled sub-documents back and packs them exactly as :class:`PackEncoder` would."""
+
+  def __init__(self, segments_per_pack: int, seq_length: int, pad_id: int):
+    self._encoder = PackEncoder(segments_per_pack, seq_length, pad_id)
+
+  def __call__(self, shard: int, items: List[Tuple[str, spill.Entry]]):
+    payloads = spill.read(e.records for _, e in items)
+    subs = [(sub.key, sub) for _, e in items for sub in spill.decode(payloads[e.records])]
+    subs.sort(key=lambda kv: kv[0])
+    return self._encoder(shard, subs)
+
+
+def spilled_side_lines(shard: int, items: List[Tuple[str, spill.Entry]]):
+  """``writer.ShardEncoder`` for the documents side file: the spilled lines, in key order."""
+  del shard
+  payloads = spill.read(e.side for _, e in items)
+  return [payloads[e.side] for _, e in items], {}
 
 
 class PackEncoder:

@@ -1,9 +1,10 @@
-"""Tokenise and segment documents: Document -> SubDocuments (+ the documents side-file line)."""
+"""Tokenise and segment documents: Document -> Segmented (its SubDocuments and side-file line),
+then spill them (:mod:`pipelines.beam.spill`): Segmented -> Entry."""
 
 from __future__ import annotations
 
 import json
-from typing import List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -12,35 +13,45 @@ from schemas import records
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.parse import failure
+from pipelines.beam import spill
 from pipelines.beam.progress import Progress
 from pipelines.beam.stats import STATS, BundleStats
 from pipelines.document import Document
 from pipelines.text import answers as answers_lib
-from pipelines.text.segmenter import segment_document
-from pipelines.text.tokenizer import Tokenizer
+from pipelines.text.segmenter import SubDocument, segment_document
+from pipelines.text.tokenizer import shared_tokenizer
 
-SIDE = "documents"  # tag of the documents side-file lines
 NAMESPACE = "readtwice.segment"
 # Per-document distributions (Beam Metrics while running, the manifest's "distributions").
 DISTRIBUTIONS = ("tokens_per_document", "segments_per_document", "answers_per_question")
 
 
-class TokenizeAndSegmentFn(beam.DoFn):
-  """Batch of Documents -> SubDocuments (+ side-file lines, stats, dead letters).
+class Segmented(NamedTuple):
+  """One segmented document: its sub-documents and its documents side-file line."""
+  id: str
+  source_id: str
+  question_id: str
+  labelled: Optional[bool]  # None: no question
+  sub_documents: List[SubDocument]
+  side_line: str
 
-  The tokenizer is built once per worker in ``setup``.  A batch is tokenised in chunks of
-  ``CHUNK`` documents with ``encode_batch`` (parallel threads in the Rust tokenizer), the next
-  chunk being tokenised while this one is segmented.
+
+class TokenizeAndSegmentFn(beam.DoFn):
+  """Batch of Documents -> Segmented (+ stats, dead letters).
+
+  The tokenizer is built once per process (:func:`shared_tokenizer`, in ``setup``).  A batch is
+  tokenised in chunks of ``CHUNK`` documents with ``encode_batch`` (parallel threads in the
+  Rust tokenizer), the next chunk being tokenised while this one is segmented.
   """
-  CHUNK = 16
+  CHUNK = 64
 
   def __init__(self, config: RecordsConfig, fingerprint: Optional[str] = None):
     self._config = config
     self._fingerprint = fingerprint
-    self._tokenizer: Optional[Tokenizer] = None
+    self._tokenizer = None
 
   def setup(self):
-    self._tokenizer = Tokenizer(self._config.tokenizer)
+    self._tokenizer = shared_tokenizer(self._config.tokenizer)
     if self._fingerprint and self._tokenizer.fingerprint != self._fingerprint:
       raise RuntimeError(
           f"Worker tokenizer {self._tokenizer.fingerprint} differs from the one the job was "
@@ -100,25 +111,50 @@ class TokenizeAndSegmentFn(beam.DoFn):
     self._observe("segments_per_document", stats["segments"])
     if q is not None and q.answer_type == records.ANSWER_TYPE_SPAN:
       self._observe("answers_per_question", len(spans))
-    yield beam.pvalue.TaggedOutput(SIDE, (doc.id, json.dumps(doc.side_record(),
-                                                            ensure_ascii=False,
-                                                            sort_keys=True)))
-    for sub in subs:
-      yield (sub.key, sub)
+    side = json.dumps(doc.side_record(), ensure_ascii=False, sort_keys=True)
+    labelled = None if q is None else bool(q.answers)
+    yield Segmented(doc.id, doc.source_id, q.id if q else "", labelled, subs, side)
+
+
+class _SpillFn(beam.DoFn):
+  """Segmented -> Entry: the payloads go to this bundle's spill file (see ``spill``)."""
+
+  def __init__(self, directory: str):
+    self._directory = directory
+    self._writer: Optional[spill.SpillWriter] = None
+
+  def setup(self):
+    self._bytes = Metrics.counter(NAMESPACE, "spilled_bytes")
+
+  def start_bundle(self):
+    self._writer = spill.SpillWriter(self._directory)
+
+  def process(self, seg: Segmented):
+    records_ref = self._writer.write(spill.encode(seg.sub_documents))
+    side_ref = self._writer.write(seg.side_line.encode("utf-8"))
+    self._bytes.inc(records_ref.length + side_ref.length)
+    yield spill.Entry(seg.id, seg.source_id, seg.question_id, seg.labelled,
+                      sum(s.num_segments for s in seg.sub_documents), len(seg.sub_documents),
+                      records_ref, side_ref)
+
+  def finish_bundle(self):
+    self._writer.close()
 
 
 class TokenizeAndSegment(beam.PTransform):
-  """Documents -> ``(key, SubDocument)``; outputs ``documents`` (side lines), ``stats``,
-  ``dead_letter``."""
+  """Documents -> :class:`spill.Entry` (payloads spilled under ``spill_dir``); outputs
+  ``stats`` and ``dead_letter``."""
 
-  def __init__(self, config: RecordsConfig, fingerprint: Optional[str] = None):
+  def __init__(self, config: RecordsConfig, spill_dir: str, fingerprint: Optional[str] = None):
     super().__init__()
     self._config = config
+    self._spill_dir = spill_dir
     self._fingerprint = fingerprint
 
-  def expand(self, docs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
+  def expand(self, docs: beam.PCollection) -> Dict[str, beam.PCollection]:
     n = self._config.batch_size
     fn = TokenizeAndSegmentFn(self._config, self._fingerprint)
-    return (docs | "Batch" >> beam.BatchElements(min_batch_size=n, max_batch_size=n)
-            | "Segment" >> beam.ParDo(fn).with_outputs(
-                DEAD_LETTER, STATS, SIDE, main="sub_documents"))
+    seg = (docs | "Batch" >> beam.BatchElements(min_batch_size=n, max_batch_size=n)
+           | "Segment" >> beam.ParDo(fn).with_outputs(DEAD_LETTER, STATS, main="segmented"))
+    entries = seg.segmented | "Spill" >> beam.ParDo(_SpillFn(self._spill_dir))
+    return {"entries": entries, DEAD_LETTER: seg[DEAD_LETTER], STATS: seg[STATS]}

@@ -12,8 +12,10 @@ stays well below a worker's memory (e.g. ~1 GB of serialized segments per shard)
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import logging
+import os
 import uuid
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
@@ -50,14 +52,51 @@ def frame_line(payload: bytes) -> bytes:
   return payload + b"\n"
 
 
-def write_atomically(path: str, chunks: Iterable[bytes]) -> int:
-  """Writes to ``<path>.tmp-<uuid>`` and renames over ``path``; returns bytes written."""
+# Output compression (``--compression``): "gzip" is a plain gzip stream around the file's
+# bytes (TFRecord framing inside, as ``tf.data.TFRecordDataset(compression_type="GZIP")`` and
+# ``TFRecordWriter`` with GZIP options read and write it; JSON lines inside for side files).
+# Level 1 (fast; ~29% of the raw record bytes); mtime 0 and no file name in the header, so the
+# bytes depend on the content only.
+COMPRESSIONS = ("none", "gzip")
+GZIP_LEVEL = 1
+
+
+def compressed_suffix(compression: str) -> str:
+  return ".gz" if compression == "gzip" else ""
+
+
+class _Counting:
+  """A write-only file wrapper counting the bytes that reach the file."""
+
+  def __init__(self, f):
+    self._f = f
+    self.size = 0
+
+  def write(self, data: bytes) -> int:
+    self._f.write(data)
+    self.size += len(data)
+    return len(data)
+
+  def flush(self) -> None:
+    pass
+
+
+def write_atomically(path: str, chunks: Iterable[bytes], compression: str = "none") -> int:
+  """Writes to ``<path>.tmp-<uuid>`` and renames over ``path``; returns the file's bytes."""
+  if compression not in COMPRESSIONS:
+    raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
   tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-  size = 0
   with FileSystems.create(tmp) as f:
-    for chunk in chunks:
-      f.write(chunk)
-      size += len(chunk)
+    counting = _Counting(f)
+    if compression == "gzip":
+      with gzip.GzipFile(filename="", mode="wb", fileobj=counting, compresslevel=GZIP_LEVEL,
+                         mtime=0) as gz:
+        for chunk in chunks:
+          gz.write(chunk)
+    else:
+      for chunk in chunks:
+        counting.write(chunk)
+  size = counting.size
   if FileSystems.exists(path):
     FileSystems.delete([path])
   FileSystems.rename([tmp], [path])
@@ -67,10 +106,11 @@ def write_atomically(path: str, chunks: Iterable[bytes]) -> int:
 class _WriteShardFn(beam.DoFn):
 
   def __init__(self, output_dir: str, prefix: str, suffix: str, encode_shard: ShardEncoder,
-               frame: Callable[[bytes], bytes], namespace: str):
+               frame: Callable[[bytes], bytes], namespace: str, compression: str = "none"):
     self._output_dir = output_dir
     self._prefix = prefix
-    self._suffix = suffix
+    self._suffix = suffix + compressed_suffix(compression)
+    self._compression = compression
     self._encode_shard = encode_shard
     self._frame = frame
     self._records = Metrics.counter(namespace, f"{prefix}_records_written")
@@ -92,11 +132,12 @@ class _WriteShardFn(beam.DoFn):
         count += 1
         yield self._frame(p)
 
-    size = write_atomically(FileSystems.join(self._output_dir, name), framed())
+    size = write_atomically(FileSystems.join(self._output_dir, name), framed(),
+                            self._compression)
     self._records.inc(count)
     self._bytes.inc(size)
     LOGGER.info("wrote %s: %d %s, %.1f MB", FileSystems.join(self._output_dir, name), count,
-                "records" if self._suffix == ".tfrecord" else "lines", size / 1e6)
+                "records" if self._suffix.startswith(".tfrecord") else "lines", size / 1e6)
     yield dict(stats, path=name, records=count, bytes=size, kind=self._prefix)
 
 
@@ -108,16 +149,18 @@ class WriteShards(beam.PTransform):
 
   ``encode_shard`` turns one shard's sorted pairs into payloads (it may combine several
   elements into one payload, as packing does); ``frame`` is ``frame_tfrecord`` or
-  ``frame_line``.
+  ``frame_line``.  ``compression`` "gzip" gzips each file (``.gz`` appended to its name).
   """
 
   def __init__(self, output_dir: str, prefix: str, suffix: str,
                num_shards: Union[int, beam.PCollection], encode_shard: ShardEncoder,
-               frame: Callable[[bytes], bytes], namespace: str = "readtwice.write"):
+               frame: Callable[[bytes], bytes], namespace: str = "readtwice.write",
+               compression: str = "none"):
     super().__init__()
     if isinstance(num_shards, int) and num_shards < 1:
       raise ValueError("num_shards must be >= 1")
-    self._fn = _WriteShardFn(output_dir, prefix, suffix, encode_shard, frame, namespace)
+    self._fn = _WriteShardFn(output_dir, prefix, suffix, encode_shard, frame, namespace,
+                             compression)
     self._num_shards = num_shards
 
   def expand(self, pairs: beam.PCollection) -> beam.PCollection:
@@ -141,22 +184,35 @@ def encode_lines(shard: int, items: List[Tuple[str, Any]]) -> Tuple[List[bytes],
 
 # What a job writes under its output directory (see schemas/manifest.py).
 OUTPUT_PATTERNS = ("records-*-of-*", "documents/documents-*-of-*",
-                   "dead_letter/dead_letter-*-of-*", "skipped/skipped-*-of-*", "manifest.json",
-                   "COMPLETED")
+                   "dead_letter/dead_letter-*-of-*", "skipped/skipped-*-of-*", "_spill/*",
+                   "manifest.json", "COMPLETED")
 
 
-def prepare_output_dir(output_dir: str, overwrite: bool) -> None:
+def prepare_output_dir(output_dir: str, overwrite: bool) -> bool:
   """Refuses to mix a new run's shards with an earlier run's, unless ``overwrite``.
 
   With a different shard count the old ``-of-NNNNN`` files would otherwise stay next to the
-  new ones.  ``overwrite`` deletes exactly the files a job writes (nothing else).
+  new ones.  ``overwrite`` deletes exactly the files a job writes (nothing else).  Returns
+  whether ``output_dir`` existed.
   """
   found = [m.path for pattern in OUTPUT_PATTERNS
            for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
-  if not found:
-    return
-  if not overwrite:
+  if found and not overwrite:
     raise FileExistsError(
         f"{output_dir} already holds the output of a run ({len(found)} files, e.g. "
         f"{found[0]}); pass --overwrite to replace it, or choose another --output_dir.")
-  FileSystems.delete(found)
+  if found:
+    FileSystems.delete(found)
+  return FileSystems.exists(output_dir)
+
+
+def clean_up_failed_run(output_dir: str, existed: bool) -> None:
+  """After a failed job: deletes its temporary spill files, and ``output_dir`` itself if the
+  job created it and left nothing else in it (a refusal before any write leaves no trace)."""
+  from pipelines.beam import spill  # pylint: disable=g-import-not-at-top
+  try:
+    spill.delete(spill.spill_dir(output_dir))
+    if not existed and os.path.isdir(output_dir) and not any(os.scandir(output_dir)):
+      os.rmdir(output_dir)
+  except Exception:  # pylint: disable=broad-except  # never hide the job's own error
+    LOGGER.warning("could not clean up %s after the failure", output_dir, exc_info=True)

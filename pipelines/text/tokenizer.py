@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import hashlib
 import importlib.resources
 import itertools
@@ -131,6 +132,13 @@ class Tokenizer:
 
   def id_to_token(self, token_id: int) -> Optional[str]:
     return self._tok.id_to_token(int(token_id))
+
+
+@functools.lru_cache(maxsize=4)
+def shared_tokenizer(spec: TokenizerSpec = TokenizerSpec()) -> Tokenizer:
+  """One Tokenizer per process and spec: the launcher (which describes it in the manifest) and
+  the workers of a local run share it; each remote worker builds it once."""
+  return Tokenizer(spec)
 
 
 @dataclasses.dataclass

@@ -17,7 +17,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from schemas import manifest as manifest_schema
 from schemas import records
 from pipelines import keys, provenance
-from pipelines.beam import manifest, writer
+from pipelines.beam import manifest, spill, writer
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.dedup import SKIPPED, DeduplicateDocuments, source_order
 from pipelines.beam.labels import LABELS, CheckLabels, source_file
@@ -118,12 +118,19 @@ def test_dedup_keeps_the_first_occurrence_and_records_the_skipped_ones():
 
 # ------------------------------------------------------------------------------ labels
 
+def _entry(doc_id, source_id, labelled=True):
+  ref = spill.Ref("f", 0, 1)
+  return spill.Entry(doc_id, source_id, doc_id if labelled is not None else "", labelled, 2, 1,
+                     ref, ref)
+
+
 def test_unanswered_question_in_a_labelled_file_is_a_dead_letter():
-  docs = [_doc("a", "train.json#0"), _doc("b", "train.json#1", answers=()),
-          _doc("c", "test.json#0", answers=()), _doc("d", "test.json#1", answers=()),
-          Document(id="e", text="plain text", source_id="books.txt:1")]
+  entries = [_entry("a", "train.json#0"), _entry("b", "train.json#1", labelled=False),
+             _entry("c", "test.json#0", labelled=False),
+             _entry("d", "test.json#1", labelled=False),
+             _entry("e", "books.txt:1", labelled=None)]  # no question: pretraining text
   with TestPipeline(runner=FnApiRunner()) as p:
-    out = p | beam.Create(docs) | CheckLabels()
+    out = p | beam.Create(entries) | CheckLabels()
     assert_that(out["documents"] | beam.Map(lambda d: d.id), equal_to(["a", "c", "d", "e"]),
                 label="kept")
     assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["reason"],
@@ -144,18 +151,22 @@ def _header():
 
 
 def test_manifest_stage_counts_reconcile_per_stage():
-  stats = {"read/records": 9, "parse/input": 9, "parse/output": 7, "labels/input": 7,
-           "labels/output": 6, "dedup/input": 6, "dedup/output": 5,
-           "skipped/dedup/duplicate_id": 1, "segment/input": 5, "segment/documents": 4,
-           "segment/segments": 8, "segment/tokens_per_document": Distribution.of([5, 6, 7, 8])}
+  stats = {"read/records": 9, "parse/input": 9, "parse/output": 7, "segment/input": 7,
+           "segment/documents": 6, "segment/segments": 8, "labels/input": 6,
+           "labels/output": 5, "dedup/input": 5, "dedup/output": 4,
+           "skipped/dedup/duplicate_id": 1,
+           "segment/tokens_per_document": Distribution.of([5, 6, 7, 8])}
   reasons = [("read/invalid_json", 1), ("parse/bad_id", 2), ("labels/missing_answer", 1),
              ("segment/empty_context", 1)]
-  m = manifest.build_manifest(_header(), 10, stats, reasons, [], {}, created_at="T")
+  shards = [{"kind": "records", "path": "r0", "records": 1, "bytes": 9, "packs": 1,
+             "segments": 6, "sub_documents": 4, "padding_segments": 2}]
+  m = manifest.build_manifest(_header(), 10, stats, reasons, shards, {}, created_at="T")
   assert m["counts"] == {"input": 10, "written": 4, "skipped": 1, "rejected": 5}
   assert [(r["stage"], r["input"], r["output"], r["skipped"], r["rejected"])
           for r in m["stage_counts"]] == [
-              ("read", 10, 9, 0, 1), ("parse", 9, 7, 0, 2), ("labels", 7, 6, 0, 1),
-              ("dedup", 6, 5, 1, 0), ("segment", 5, 4, 0, 1)]
+              ("read", 10, 9, 0, 1), ("parse", 9, 7, 0, 2), ("segment", 7, 6, 0, 1),
+              ("labels", 6, 5, 0, 1), ("dedup", 5, 4, 1, 0)]
+  assert m["examples"]["documents"] == 4 and m["examples"]["segments"] == 6
   assert m["distributions"]["tokens_per_document"]["sum"] == 26
   assert m["created_at"] == "T" and m["skipped"] == []
   manifest_schema.loads(manifest_schema.dumps(m))
@@ -165,6 +176,7 @@ def test_manifest_refuses_a_stage_that_loses_items():
   stats = {"read/records": 3, "parse/input": 3, "parse/output": 3, "segment/input": 2,
            "segment/documents": 2}
   m = manifest.build_manifest(_header(), 3, stats, [], [], {})
+  assert m["examples"]["documents"] == 2
   m["counts"] = {"input": 3, "written": 2, "skipped": 0, "rejected": 1}  # totals reconcile...
   m["rejected_by_reason"] = {"parse/x": 1}
   with pytest.raises(manifest_schema.ManifestError, match="stage"):

@@ -82,8 +82,8 @@ def test_manifest_counts_reconcile(job):
   assert m["counts"] == {"input": 7, "written": 3, "skipped": 1, "rejected": 3}
   assert [(r["stage"], r["input"], r["output"], r["skipped"], r["rejected"])
           for r in m["stage_counts"]] == [("read", 7, 7, 0, 0), ("parse", 7, 4, 0, 3),
-                                          ("labels", 4, 4, 0, 0), ("dedup", 4, 3, 1, 0),
-                                          ("segment", 3, 3, 0, 0)]
+                                          ("segment", 4, 4, 0, 0), ("labels", 4, 4, 0, 0),
+                                          ("dedup", 4, 3, 1, 0)]
   assert m["labels"] == {
       path: {"mode": "labelled", "labelled": 3, "unlabelled": 0},
       path.replace("in.json", "test.json"): {"mode": "unlabelled", "labelled": 0,
@@ -94,10 +94,12 @@ def test_manifest_counts_reconcile(job):
   assert m["created_at"].endswith("+00:00")
   dists = m["distributions"]
   assert set(dists) >= {"tokens_per_document", "segments_per_document", "answers_per_question"}
-  assert dists["segments_per_document"]["count"] == 3
-  assert dists["segments_per_document"]["sum"] == m["examples"]["segments"]
-  # Answer occurrences per span question: q1 only ("Paris" 3 times; q2 is yes, q3 unlabelled).
-  assert dists["answers_per_question"]["count"] == 1
+  # Over the segmented documents (the duplicate q1 included: dedup comes after segmenting).
+  assert dists["segments_per_document"]["count"] == 4
+  assert dists["segments_per_document"]["sum"] == m["stages"]["segment"]["segments"]
+  # Answer occurrences per span question: q1 and its duplicate ("Paris" 3 times; q2 is yes,
+  # q3 unlabelled).
+  assert dists["answers_per_question"]["count"] == 2
   assert dists["answers_per_question"]["min"] == dists["answers_per_question"]["max"] == 3
   assert m["skipped_by_reason"] == {"dedup/duplicate_id": 1}
   assert m["rejected_by_reason"] == {"parse/bad_context": 1, "parse/missing_question": 1,
@@ -204,11 +206,11 @@ def test_beam_counters(tmp_path):
   assert counters["parse_ok"] == 3
   assert counters["parse_rejected_missing_question"] == 1
   assert counters["duplicate_id"] == 1
-  assert counters["documents"] == 2
+  assert counters["documents"] == 3  # segmented: q1, q2 and the duplicate q1
   dists = {d.key.metric.name: d.committed for d in result.metrics().query()["distributions"]}
-  assert dists["segments_per_document"].count == 2
-  assert dists["answers_per_question"].sum == 3  # q1: 3 occurrences of Paris; q2: yes
-  assert dists["answers_per_question"].count == 1
+  assert dists["segments_per_document"].count == 3
+  assert dists["answers_per_question"].sum == 6  # q1 and its duplicate: 3 Paris each; q2: yes
+  assert dists["answers_per_question"].count == 2
 
 
 def test_determinism_across_runner_modes(tmp_path):

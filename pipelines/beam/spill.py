@@ -1,0 +1,131 @@
+"""Spilling segmented documents to temporary files, so that memory does not grow with the input.
+
+The shard count is derived from the total segment count, so no shard can be written before
+every document is segmented.  Holding the segmented documents until then is what made memory
+grow with the input (a runner buffers a PCollection in memory until its consumers may run).
+Instead, each bundle of the segment stage appends its documents' payloads to one temporary file
+under ``<output_dir>/_spill/`` as they are produced, and only a small :class:`Entry` per
+document (ids, sizes, where its payload lies) travels on through Beam.  Once the shard count is
+known, each shard's writer reads back just its own documents, so a worker holds one shard's
+documents at a time (bounded by ``--segments_per_shard``), whatever the input size.
+
+A retried bundle writes a new file (the failed attempt's entries are never committed, so its
+file is never read); the whole ``_spill/`` directory is deleted once the output is complete.
+"""
+
+from __future__ import annotations
+
+import collections
+import pickle
+import uuid
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
+
+from apache_beam.io.filesystems import FileSystems
+
+SPILL_DIR = "_spill"
+
+
+class Ref(NamedTuple):
+  """Where one payload lies: ``length`` bytes at ``offset`` of ``path``."""
+  path: str
+  offset: int
+  length: int
+
+
+class Entry(NamedTuple):
+  """One segmented document, without its tokens: what the stages after segmentation need.
+
+  ``labelled`` is None for a document without a question, else whether its question has an
+  answer.  ``records`` holds the document's sub-documents, ``side`` its documents side-file
+  line (both spilled).
+  """
+  id: str
+  source_id: str
+  question_id: str
+  labelled: Optional[bool]
+  segments: int
+  sub_documents: int
+  records: Ref
+  side: Ref
+
+
+def encode(value: Any) -> bytes:
+  """Spill encoding: pickle protocol 5 (numpy arrays as raw buffers).  The files live only for
+  the duration of one job, written and read by the same code."""
+  return pickle.dumps(value, protocol=5)
+
+
+def decode(payload: bytes) -> Any:
+  return pickle.loads(payload)
+
+
+class SpillWriter:
+  """Appends payloads to one new file under ``directory``, opened on the first write."""
+
+  def __init__(self, directory: str):
+    self._directory = directory
+    self._file = None
+    self._path = ""
+    self._offset = 0
+
+  def write(self, payload: bytes) -> Ref:
+    if self._file is None:
+      self._path = FileSystems.join(self._directory, f"bundle-{uuid.uuid4().hex}.bin")
+      self._file = FileSystems.create(self._path)
+      self._offset = 0
+    self._file.write(payload)
+    ref = Ref(self._path, self._offset, len(payload))
+    self._offset += len(payload)
+    return ref
+
+  def close(self) -> None:
+    if self._file is not None:
+      self._file.close()
+      self._file = None
+
+
+def read(refs: Iterable[Ref]) -> Dict[Ref, bytes]:
+  """The payloads of ``refs``, reading each file once, in offset order."""
+  by_path: Dict[str, List[Ref]] = collections.defaultdict(list)
+  for ref in refs:
+    by_path[ref.path].append(ref)
+  out: Dict[Ref, bytes] = {}
+  for path, group in by_path.items():
+    group.sort(key=lambda r: r.offset)
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+      position = 0
+      for ref in group:
+        if ref.offset != position:
+          f.seek(ref.offset)
+        data = f.read(ref.length)
+        if len(data) != ref.length:
+          raise IOError(f"spill file {path} is shorter than expected ({ref})")
+        out[ref] = data
+        position = ref.offset + ref.length
+  return out
+
+
+def delete(directory: str) -> int:
+  """Deletes the spill files under ``directory`` and the directory; returns how many files."""
+  paths = [m.path for m in FileSystems.match([FileSystems.join(directory, "*")])[0].metadata_list]
+  if paths:
+    FileSystems.delete(paths)
+  if FileSystems.exists(directory):
+    try:
+      FileSystems.delete([directory])
+    except Exception:  # pylint: disable=broad-except  # object stores have no directories
+      pass
+  return len(paths)
+
+
+def spill_dir(output_dir: str) -> str:
+  return FileSystems.join(output_dir, SPILL_DIR)
+
+
+def payload_sizes(entries: Iterable[Entry]) -> Tuple[int, int]:
+  """(record payload bytes, side payload bytes) of ``entries`` (for stats)."""
+  r = s = 0
+  for e in entries:
+    r += e.records.length
+    s += e.side.length
+  return r, s
