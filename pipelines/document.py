@@ -34,6 +34,9 @@ class Question:
   text: str
   answers: Tuple[str, ...] = ()
   answer_type: int = records.ANSWER_TYPE_NONE
+  # Where the answers occur in the document text (char spans), set by the labelling stage
+  # (``pipelines.beam.answers``: answer search; later a ROUGE-L oracle).
+  answer_spans: Tuple[Tuple[int, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

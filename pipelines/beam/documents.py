@@ -1,6 +1,6 @@
 """From parsed documents to written records: the shared middle and end of every job.
 
-  Document --TokenizeAndSegment--> (sub-documents and side line spilled to _spill/) Entry
+  Document --LabelAnswers--> --TokenizeAndSegment--> (sub-documents, side line to _spill/) Entry
      --CheckLabels--> --DeduplicateDocuments--> Entry, one per written document
      --WriteShards(SpilledPackEncoder)--> records-*.tfrecord   (each shard reads its own
      --WriteShards(spilled_side_lines)--> documents/*.jsonl      documents back from _spill/)
@@ -17,7 +17,7 @@ The stages live in their own modules (``labels``, ``dedup``, ``segment``, ``spil
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -33,6 +33,7 @@ from pipelines.beam.dedup import (SKIPPED, DeduplicateDocuments, FindDuplicateId
 from pipelines.beam.labels import LABELS, CheckLabels
 from pipelines.beam.manifest import write_manifest
 from pipelines.beam import spill
+from pipelines.beam.answers import LabelAnswers
 from pipelines.beam.packing import SpilledPackEncoder, spilled_side_lines
 from pipelines.beam.segment import TokenizeAndSegment
 from pipelines.beam.stats import STATS, SumStats
@@ -62,16 +63,19 @@ class DocumentsToRecords(beam.PTransform):
   description (``Tokenizer.describe()``, whose fingerprint the workers check).
   ``reshuffle``: redistribute documents before tokenising (distributed runners: a file is read
   by one worker; locally it would only hold every document in memory).
+  ``labeller``: the labelling stage (Document -> Document with ``question.answer_spans``, with
+  ``documents``, ``stats`` and ``dead_letter`` outputs); default :class:`LabelAnswers`.
   Output: a PCollection holding the manifest dict once everything is written.
   """
 
   def __init__(self, output_dir: str, config: RecordsConfig, header: Dict[str, Any],
-               reshuffle: bool = False):
+               reshuffle: bool = False, labeller: Optional[beam.PTransform] = None):
     super().__init__()
     self._output_dir = output_dir
     self._config = config
     self._header = header
     self._reshuffle = reshuffle
+    self._labeller = labeller if labeller is not None else LabelAnswers()
 
   def expand(self, inputs: Dict[str, beam.PCollection]) -> beam.PCollection:
     cfg = self._config
@@ -84,6 +88,10 @@ class DocumentsToRecords(beam.PTransform):
     docs = inputs["documents"]
     if self._reshuffle:
       docs = docs | "Reshuffle" >> beam.Reshuffle()
+    labelled = docs | "Label" >> self._labeller
+    docs = labelled["documents"]
+    stats.append(labelled[STATS])
+    dead.append(labelled[DEAD_LETTER])
     tokenizer = self._header["tokenizer"]
     seg = docs | "TokenizeAndSegment" >> TokenizeAndSegment(cfg, spill_dir,
                                                             tokenizer["fingerprint"])

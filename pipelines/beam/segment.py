@@ -4,7 +4,7 @@ then spill them (:mod:`pipelines.beam.spill`): Segmented -> Entry."""
 from __future__ import annotations
 
 import json
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -17,13 +17,12 @@ from pipelines.beam import spill
 from pipelines.beam.progress import Progress
 from pipelines.beam.stats import STATS, BundleStats
 from pipelines.document import Document
-from pipelines.text import answers as answers_lib
 from pipelines.text.segmenter import SubDocument, segment_document
 from pipelines.text.tokenizer import shared_tokenizer
 
 NAMESPACE = "readtwice.segment"
 # Per-document distributions (Beam Metrics while running, the manifest's "distributions").
-DISTRIBUTIONS = ("tokens_per_document", "segments_per_document", "answers_per_question")
+DISTRIBUTIONS = ("tokens_per_document", "segments_per_document")
 
 
 class Segmented(NamedTuple):
@@ -87,10 +86,7 @@ class TokenizeAndSegmentFn(beam.DoFn):
     q = doc.question
     self._stats.count("segment/input")
     try:
-      spans: List[Tuple[int, int]] = []
-      if q is not None and q.answer_type == records.ANSWER_TYPE_SPAN:
-        spans, how = answers_lib.find_answer_spans(doc.text, q.answers)
-        self._stats.count(f"segment/answers_{how}")
+      spans = list(q.answer_spans) if q is not None else []  # set by the labelling stage
       known = [p for p in doc.paragraphs if p.supporting is not None]
       supporting = ([(p.begin, p.end) for p in doc.paragraphs if p.supporting]
                     if known else None)
@@ -109,8 +105,6 @@ class TokenizeAndSegmentFn(beam.DoFn):
     self._segments.inc(stats["segments"])
     self._observe("tokens_per_document", len(ctx))
     self._observe("segments_per_document", stats["segments"])
-    if q is not None and q.answer_type == records.ANSWER_TYPE_SPAN:
-      self._observe("answers_per_question", len(spans))
     side = json.dumps(doc.side_record(), ensure_ascii=False, sort_keys=True)
     labelled = None if q is None else bool(q.answers)
     yield Segmented(doc.id, doc.source_id, q.id if q else "", labelled, subs, side)

@@ -15,7 +15,9 @@ from schemas import example_proto, manifest as manifest_schema, records, tfrecor
 from pipelines import hotpotqa
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.config import RecordsConfig
+from pipelines.beam.answers import LabelAnswers
 from pipelines.beam.parse import ParseRecords
+from pipelines.beam.stats import STATS, Distribution, SumStats
 from pipelines.errors import user_error_message
 from pipelines.document import Document, Paragraph, Question
 from pipelines.readers import hotpotqa as reader
@@ -82,8 +84,9 @@ def test_manifest_counts_reconcile(job):
   assert m["counts"] == {"input": 7, "written": 3, "skipped": 1, "rejected": 3}
   assert [(r["stage"], r["input"], r["output"], r["skipped"], r["rejected"])
           for r in m["stage_counts"]] == [("read", 7, 7, 0, 0), ("parse", 7, 4, 0, 3),
-                                          ("segment", 4, 4, 0, 0), ("labels", 4, 4, 0, 0),
-                                          ("dedup", 4, 3, 1, 0)]
+                                          ("answers", 4, 4, 0, 0), ("segment", 4, 4, 0, 0),
+                                          ("labels", 4, 4, 0, 0), ("dedup", 4, 3, 1, 0)]
+  assert m["stages"]["answers"]["exact"] == 2  # q1 and its duplicate; q2 is a yes answer
   assert m["labels"] == {
       path: {"mode": "labelled", "labelled": 3, "unlabelled": 0},
       path.replace("in.json", "test.json"): {"mode": "unlabelled", "labelled": 0,
@@ -354,3 +357,18 @@ def test_invalid_utf8_in_one_json_line_loses_only_that_line(tmp_path):
   assert _dead_letters(out) == [("read", "invalid_utf8", f"{path}:3")]
   assert sorted(read_side(out)) == ["q0", "q1", "q3", "q4"]
   assert m["input_count_exact"] is True
+
+
+def test_label_stage_sets_answer_spans_exactly():
+  rec = hotpot_record("a", "Q?", "Paris", [["T", ["Paris is big.", " I like paris."]]])
+  doc, _ = reader.parse_record(rec, "f#0")
+  yes, _ = reader.parse_record(hotpot_record("b", "Q?", "yes", PARIS[:1]), "f#1")
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | beam.Create([doc, yes]) | LabelAnswers()
+    assert_that(out.documents | beam.Map(lambda d: (d.id, d.question.answer_spans)),
+                equal_to([("a", ((2, 7), (23, 28))), ("b", ())]), label="spans")
+    assert_that(out[STATS] | beam.CombineGlobally(SumStats()),
+                equal_to([{"answers/input": 2, "answers/output": 2, "answers/exact": 1,
+                           "answers/answers_per_question": Distribution.of([2])}]),
+                label="stats")
+  assert doc.text == "T\nParis is big. I like paris."  # so the spans above are (2, 7), (23, 28)

@@ -1,0 +1,66 @@
+"""The labelling stage: where each question's answers occur in its document (char spans).
+
+Extractive QA (HotpotQA, TriviaQA) labels every occurrence of an answer string
+(:func:`pipelines.text.answers.find_answer_spans`); a dataset with free-form answers plugs in
+another labeller (e.g. a ROUGE-L oracle) with the same contract: Document in, the same Document
+with ``question.answer_spans`` set out, plus ``stats`` and ``dead_letter`` outputs.  The
+segmenter then maps the spans to tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from schemas import records
+from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.parse import failure
+from pipelines.beam.stats import STATS, BundleStats
+from pipelines.document import Document
+from pipelines.text.answers import find_answer_spans
+
+NAMESPACE = "readtwice.answers"
+
+
+class _AnswerSearchFn(beam.DoFn):
+
+  def setup(self):
+    self._per_question = Metrics.distribution(NAMESPACE, "answers_per_question")
+
+  def start_bundle(self):
+    self._stats = BundleStats()
+
+  def process(self, doc: Document):
+    self._stats.count("answers/input")
+    q = doc.question
+    if q is None or q.answer_type != records.ANSWER_TYPE_SPAN:
+      self._stats.count("answers/output")
+      yield doc
+      return
+    try:
+      spans, how = find_answer_spans(doc.text, q.answers)
+    except Exception as e:  # pylint: disable=broad-except
+      yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("answers", doc.source_id, e))
+      return
+    self._stats.count(f"answers/{how}")
+    self._stats.count("answers/output")
+    self._per_question.update(len(spans))
+    self._stats.observe("answers/answers_per_question", len(spans))
+    yield dataclasses.replace(doc, question=dataclasses.replace(q, answer_spans=tuple(spans)))
+
+  def finish_bundle(self):
+    yield from self._stats.emit()
+
+
+class LabelAnswers(beam.PTransform):
+  """Documents -> the same documents with ``question.answer_spans`` (span questions only).
+
+  Outputs: main (Document), ``stats`` (``answers/exact|normalised|not_found`` and the
+  ``answers_per_question`` distribution), ``dead_letter`` (stage ``answers``).
+  """
+
+  def expand(self, docs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
+    return docs | "AnswerSearch" >> beam.ParDo(_AnswerSearchFn()).with_outputs(
+        DEAD_LETTER, STATS, main="documents")
