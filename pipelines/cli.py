@@ -201,6 +201,16 @@ def manifest_header(job: str, config: RecordsConfig, input_pattern: str,
           "inputs": inputs if inputs is not None else describe_inputs(input_pattern)}
 
 
+_LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
+
+
+def is_local(beam_args: Optional[Sequence[str]]) -> bool:
+  """Whether ``beam_args`` run the job in this process (the FnApiRunner)."""
+  from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+  return PipelineOptions(list(beam_args or [])).view_as(StandardOptions).runner in _LOCAL_RUNNERS
+
+
 def make_pipeline(beam_args: Optional[Sequence[str]]):
   """A Beam pipeline for ``beam_args``; local runs use the FnApiRunner (no Prism download)."""
   import apache_beam as beam  # pylint: disable=g-import-not-at-top
@@ -208,7 +218,7 @@ def make_pipeline(beam_args: Optional[Sequence[str]]):
 
   options = PipelineOptions(list(beam_args or []))
   runner = options.view_as(StandardOptions).runner
-  if runner in (None, "DirectRunner", "direct", "FnApiRunner"):
+  if runner in _LOCAL_RUNNERS:
     from apache_beam.runners.portability.fn_api_runner import FnApiRunner
     return beam.Pipeline(runner=FnApiRunner(), options=options)
   return beam.Pipeline(options=options)

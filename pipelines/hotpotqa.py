@@ -34,8 +34,12 @@ LOGGER = logging.getLogger("pipelines")
 
 
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
-          header: Dict) -> beam.PCollection:
-  """Adds the HotpotQA job to ``p``; returns the PCollection holding the manifest."""
+          header: Dict, reshuffle: bool = False) -> beam.PCollection:
+  """Adds the HotpotQA job to ``p``; returns the PCollection holding the manifest.
+
+  ``reshuffle``: spread parsed documents over workers before tokenising (for distributed
+  runners, where one worker reads a whole file).
+  """
   raw = p | "ReadJson" >> read.ReadJsonRecords(paths)
   parsed = raw[read.RECORDS] | "ParseHotpotQA" >> ParseRecords(reader.parse_record,
                                                                "readtwice.hotpotqa")
@@ -44,7 +48,7 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   stats = (raw[read.STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
   return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
           "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
-              output_dir, config, header)
+              output_dir, config, header, reshuffle=reshuffle)
 
 
 def run(input_pattern: str, output_dir: str, config: RecordsConfig,
@@ -66,7 +70,8 @@ def run(input_pattern: str, output_dir: str, config: RecordsConfig,
   LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
               output_dir)
   p = cli.make_pipeline(beam_args)
-  build(p, [i["path"] for i in inputs], output_dir, config, header)
+  build(p, [i["path"] for i in inputs], output_dir, config, header,
+        reshuffle=not cli.is_local(beam_args))
   try:
     p.run().wait_until_finish()
   except BaseException:

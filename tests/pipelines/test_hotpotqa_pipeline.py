@@ -12,7 +12,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from schemas import documents as documents_schema
 from schemas import example_proto, manifest as manifest_schema, records, tfrecord_io
-from pipelines import hotpotqa
+from pipelines import cli, hotpotqa
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.answers import LabelAnswers
@@ -230,10 +230,17 @@ def test_determinism_across_runner_modes(tmp_path):
   def contents(out):
     files = sorted(glob.glob(os.path.join(out, "**", "*-of-*"), recursive=True))
     return {os.path.relpath(f, out): open(f, "rb").read() for f in files}
-  a, b = contents(outs[0]), contents(outs[1])
+  # The distributed-runner layout (documents reshuffled before tokenising) writes the same.
+  p = beam.Pipeline(runner=FnApiRunner())
+  cfg = RecordsConfig(segmenter=SMALL.segmenter, segments_per_pack=8, num_shards=3)
+  header = cli.manifest_header("hotpotqa", cfg, path)
+  hotpotqa.build(p, [path], str(tmp_path / "c"), cfg, header, reshuffle=True)
+  p.run().wait_until_finish()
+  a, b, c = contents(outs[0]), contents(outs[1]), contents(str(tmp_path / "c"))
   assert sorted(a) == sorted(b) and len(a) == 3 + 3 + 1 + 1
-  assert a == b
+  assert a == b == c
   assert sum(len(v) for k, v in a.items() if k.startswith("records")) > 0
+  assert not os.path.exists(os.path.join(outs[0], "_spill"))  # temporary files deleted
 
 
 def test_invalid_json_file_is_dead_lettered_and_missing_input_fails(tmp_path):
