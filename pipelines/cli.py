@@ -93,7 +93,7 @@ def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentPa
                         "contents depend only on the input (default: %(default)s)")
   rec.add_argument("--segments_per_shard", type=int, default=d.segments_per_shard,
                    help="target segments per shard when --num_shards=0; a shard is sorted and "
-                        "packed in one worker's memory, ~25 KB per segment at seq_length 512 "
+                        "packed in one worker's memory, ~5-7 KB per segment at seq_length 512 "
                         "(default: %(default)s)")
   _bool_flag(rec, "deduplicate", d.deduplicate,
              "keep the first document per id (in input order), list the others under "
