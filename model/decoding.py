@@ -391,5 +391,9 @@ def task_predictions(decoder: Decoder, task: str = "hotpotqa",
 
 
 def load_documents(records_dir: str) -> Dict[str, Dict]:
-  """``{document_id: document}`` from ``<records_dir>/documents/*.jsonl``."""
+  """``{document_id: document}`` from the documents side files of ``records_dir``.
+
+  The files the manifest lists, gzip or not as its ``config.compression`` says (see
+  :func:`schemas.documents.load`).
+  """
   return documents_lib.load(records_dir)

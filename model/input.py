@@ -12,6 +12,11 @@ batch: every dataset element is the feature dict of one pack:
   ``mention_begin_labels``/``mention_end_labels`` int32 ``[N, L]`` multi-hot maps, and
   ``mention_entity_begin`` int64 ``[N, L]`` (entity id at the mention's first token, 0 elsewhere).
 
+Record files may be gzip-compressed (``--compression gzip``: ``*.tfrecord.gz``, read with
+``compression_type="GZIP"``).  ``dataset_from_output_dir`` follows the manifest's
+``config.compression``; without it (older manifests, or ``make_dataset`` on paths) a file is gzip
+when its name ends in ``.gz``.
+
 Schema versions are checked twice: eagerly on the first record of every file (clear
 ``SchemaVersionError`` before any training starts) and in-graph on every record.
 """
@@ -26,6 +31,7 @@ import tensorflow as tf
 
 from schemas import manifest as manifest_lib
 from schemas import records
+from schemas import tfrecord_io
 
 _MAJOR = records.major_version(records.SCHEMA_VERSION)
 
@@ -100,12 +106,21 @@ def parse_pack(serialized: tf.Tensor, seq_length: int,
   return out
 
 
-def check_file_version(path: str) -> Optional[str]:
+def compression_type(path: str, compression: Optional[str] = None) -> str:
+  """``TFRecordDataset``'s ``compression_type`` of ``path``: "GZIP" or "".
+
+  ``compression`` ("gzip"/"none", e.g. the manifest's) wins; None decides by the ``.gz`` suffix.
+  """
+  return "GZIP" if tfrecord_io.compression_of_path(path, compression) == "gzip" else ""
+
+
+def check_file_version(path: str, compression: Optional[str] = None) -> Optional[str]:
   """Eagerly reads the first record of ``path``; raises SchemaVersionError on a major mismatch.
 
-  Returns the version string (None for an empty file).
+  Returns the version string (None for an empty file).  ``compression`` as in
+  :func:`compression_type`.
   """
-  for raw in tf.data.TFRecordDataset([path]).take(1):
+  for raw in tf.data.TFRecordDataset([path], compression_type(path, compression)).take(1):
     parsed = tf.io.parse_single_example(
         raw, {"schema_version": tf.io.FixedLenFeature([1], tf.string, default_value=[b""])})
     version = parsed["schema_version"][0].numpy().decode("utf-8", "replace")
@@ -128,10 +143,15 @@ def _expand(file_pattern_or_list: Union[str, Sequence[str]]) -> List[str]:
   return files
 
 
+def _records_of(path: tf.Tensor, ctype: tf.Tensor) -> tf.data.Dataset:
+  return tf.data.TFRecordDataset(path, compression_type=ctype)
+
+
 def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: int,
                  segments_per_pack: int, shuffle: bool = False, repeat: bool = False,
                  seed: Optional[int] = 0, shuffle_buffer: int = 64,
-                 check_versions: bool = True) -> tf.data.Dataset:
+                 check_versions: bool = True,
+                 compression: Optional[str] = None) -> tf.data.Dataset:
   """Dataset of parsed packs (one element = one pack = one global batch).
 
   Args:
@@ -143,22 +163,25 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
     seed: Shuffle seed.
     shuffle_buffer: Pack shuffle buffer size.
     check_versions: Eagerly check the first record of every file.
+    compression: "gzip" or "none" for every file (e.g. the manifest's ``config.compression``);
+      None (default): per file, gzip when the name ends in ``.gz``.
 
   Raises:
     SchemaVersionError: A file's first record has another major schema version.
   """
   files = _expand(file_pattern_or_list)
+  types = [compression_type(path, compression) for path in files]
   if check_versions:
-    for path in files:
-      check_file_version(path)
-  ds = tf.data.Dataset.from_tensor_slices(files)
+    for path, ctype in zip(files, types):
+      check_file_version(path, "gzip" if ctype else "none")
+  ds = tf.data.Dataset.from_tensor_slices((files, types))
   if shuffle:
     ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
   if shuffle:
-    ds = ds.interleave(tf.data.TFRecordDataset, cycle_length=4,
-                       num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+    ds = ds.interleave(_records_of, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE,
+                       deterministic=False)
   else:
-    ds = ds.flat_map(tf.data.TFRecordDataset)
+    ds = ds.flat_map(_records_of)
   if shuffle:
     ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
   if repeat:
@@ -179,7 +202,8 @@ def read_manifest(output_dir: str) -> Dict:
 
 
 def record_files(output_dir: str, manifest: Optional[Dict] = None) -> List[str]:
-  """The record shards of a pipeline output dir (from the manifest, else ``records-*``)."""
+  """The record shards of a pipeline output dir (from the manifest, else ``records-*``, which
+  matches ``.tfrecord`` and ``.tfrecord.gz`` shards)."""
   manifest = manifest if manifest is not None else read_manifest(output_dir)
   shards = [os.path.join(output_dir, s["path"]) for s in manifest.get("shards", [])]
   if not shards:
@@ -189,9 +213,11 @@ def record_files(output_dir: str, manifest: Optional[Dict] = None) -> List[str]:
 
 def dataset_from_output_dir(output_dir: str, shuffle: bool = False, repeat: bool = False,
                             seed: Optional[int] = 0, **kwargs) -> tf.data.Dataset:
-  """``make_dataset`` over a pipeline output dir; N and L come from ``manifest.json``."""
+  """``make_dataset`` over a pipeline output dir; N, L and the compression of the shards come
+  from ``manifest.json`` (no ``config.compression``: by file name)."""
   manifest = read_manifest(output_dir)
   cfg = manifest["config"]
+  kwargs.setdefault("compression", tfrecord_io.manifest_compression(manifest))
   return make_dataset(record_files(output_dir, manifest), int(cfg["seq_length"]),
                       int(cfg["segments_per_pack"]), shuffle=shuffle, repeat=repeat, seed=seed,
                       **kwargs)

@@ -1,6 +1,6 @@
 r"""Records inspector: renders packed ReadTwice TFRecords back to readable text or HTML.
 
-  python -m pipelines.inspect --records '/tmp/hotpot_records/records-*.tfrecord' \
+  python -m pipelines.inspect --records '/tmp/hotpot_records/records-*' \
     [--html out.html] [--max_records K] [--max_segments S] \
     [--vocab_file vocab.json --merges_file merges.txt]
 
@@ -17,6 +17,10 @@ characters split over several byte-level tokens render correctly.
 tokenizer built here must have the manifest's fingerprint.  Without a manifest, N is
 ``len(segment_mask)`` and L is ``len(token_ids) / N``.  Every record's ``schema_version`` is
 checked (``schemas.records.SchemaVersionError`` on another major version).
+
+Gzip-compressed records (``--compression gzip``: ``records-*.tfrecord.gz``) are read as they are:
+the compression is the manifest's ``config.compression`` when the directory has a manifest that
+states it, else decided per file (``.gz`` name, or the gzip magic bytes).
 
 TensorFlow-free: files are read with Beam's ``FileSystems`` (so ``gs://`` works) and parsed with
 ``schemas.example_proto``.  Use ``load_records`` / ``render_text`` / ``render_html`` from Python.
@@ -45,6 +49,8 @@ SUPPORTING_WORDS = {1: "yes", 0: "no", -1: "unknown"}
 # Keys added to each decoded record by load_records (not features).
 FILE_KEY = "_file"
 INDEX_KEY = "_index"
+# Key added to the manifest by read_manifest: {directory: compression}.
+COMPRESSION_KEY = "_compression"
 
 
 class InspectError(ValueError):
@@ -101,15 +107,29 @@ def read_manifest(paths: Sequence[str]) -> Optional[Dict[str, Any]]:
                        f"tokenizer fingerprint): {sorted(map(str, keys))}.")
   manifest = dict(next(iter(found.values())))
   manifest["_paths"] = sorted(found)
+  # Compression of each directory's records ("gzip"/"none"; None: the manifest does not say).
+  manifest[COMPRESSION_KEY] = {_dirname(p): tfrecord_io.manifest_compression(m)
+                               for p, m in found.items()}
   return manifest
 
 
-def iter_file_records(path: str) -> Iterator[bytes]:
-  """Payloads of one uncompressed TFRecord file (local or gs://)."""
+def file_compression(path: str, manifest: Optional[Dict[str, Any]] = None) -> Optional[str]:
+  """The compression the manifest of ``path``'s directory states, else None (detect)."""
+  if not manifest:
+    return None
+  return manifest.get(COMPRESSION_KEY, {}).get(_dirname(path))
+
+
+def iter_file_records(path: str, compression: Optional[str] = None) -> Iterator[bytes]:
+  """Payloads of one TFRecord file (local or gs://), streamed.
+
+  ``compression``: "gzip" (``.tfrecord.gz``), "none", or None to detect it from the name
+  (``.gz``) or the first bytes.
+  """
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
 
   with FileSystems.open(path, compression_type="uncompressed") as f:
-    yield from tfrecord_io.iter_records(f, path)
+    yield from tfrecord_io.iter_records(f, path, compression)
 
 
 def decode_record(payload: bytes, where: str = "record") -> Dict[str, List]:
@@ -122,14 +142,16 @@ def decode_record(payload: bytes, where: str = "record") -> Dict[str, List]:
   return features
 
 
-def load_records(paths: Sequence[str], max_records: Optional[int] = None) -> List[Dict]:
+def load_records(paths: Sequence[str], max_records: Optional[int] = None,
+                 manifest: Optional[Dict[str, Any]] = None) -> List[Dict]:
   """Decoded records (``{feature: list}``) of ``paths`` in order, at most ``max_records``.
 
-  Each dict also holds ``_file`` (its path) and ``_index`` (its position in that file).
+  Each dict also holds ``_file`` (its path) and ``_index`` (its position in that file).  Files
+  are gzip or not as ``manifest`` (from :func:`read_manifest`) says, else as detected.
   """
   out: List[Dict] = []
   for path in paths:
-    for i, payload in enumerate(iter_file_records(path)):
+    for i, payload in enumerate(iter_file_records(path, file_compression(path, manifest))):
       if max_records is not None and len(out) >= max_records:
         return out
       rec = decode_record(payload, f"{path} record {i}")
@@ -616,10 +638,13 @@ def render_html(records: Sequence[Dict], tokenizer, manifest: Optional[Dict[str,
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
   parser = argparse.ArgumentParser(
       prog="python -m pipelines.inspect",
-      description="Render packed ReadTwice TFRecords back to text (stdout) or HTML.")
+      description="Render packed ReadTwice TFRecords (plain or gzip .tfrecord.gz) back to text "
+                  "(stdout) or HTML.")
   parser.add_argument("--records", required=True,
-                      help="Records path or glob (local or gs://); comma-separate several. "
-                           "manifest.json next to them supplies N, L and the tokenizer.")
+                      help="Records path or glob, e.g. 'out/records-*' (local or gs://; "
+                           ".tfrecord or gzip .tfrecord.gz); comma-separate several. "
+                           "manifest.json next to them supplies N, L, the tokenizer and the "
+                           "compression.")
   parser.add_argument("--html", default=None,
                       help="Write a self-contained HTML page here instead of text to stdout.")
   parser.add_argument("--max_records", type=int, default=None,
@@ -640,7 +665,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     paths = match_paths(args.records)
     manifest = read_manifest(paths)
     tokenizer = build_tokenizer(manifest, args.vocab_file, args.merges_file)
-    recs = load_records(paths, args.max_records)
+    recs = load_records(paths, args.max_records, manifest)
     if args.html:
       page = render_html(recs, tokenizer, manifest, args.max_segments, paths)
       from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top

@@ -7,7 +7,7 @@ Format (JSON object)::
     "schema_name": "readtwice.segments", "schema_version": "1.0.0",
     "job": "hotpotqa", "git_revision": "<sha or 'unknown'>", "created_at": "<UTC ISO time>",
     "tokenizer": {"name": ..., "fingerprint": "sha256:...", "vocab_size": ..., "special_ids": {...}},
-    "config": {"seq_length": 512, "segments_per_pack": 128, ...},
+    "config": {"seq_length": 512, "segments_per_pack": 128, "compression": "none", ...},
     "inputs": [{"path": "...", "bytes": n}],
     "counts": {"input": n, "written": n, "skipped": n, "rejected": n},
     "input_count_exact": true,
@@ -25,6 +25,15 @@ Format (JSON object)::
     "dead_letter": ["dead_letter/dead_letter-00000-of-00001.jsonl"],
     "skipped": ["skipped/skipped-00000-of-00001.jsonl"]
   }
+
+``config.compression`` is "none" or "gzip" (``--compression``); a manifest without it (written
+before the option existed) means "none".  With "gzip" the record shards are
+``records-SSSSS-of-NNNNN.tfrecord.gz`` (one gzip stream around the TFRecord framing, i.e.
+TFRecord ``GZIP`` as ``tf.data.TFRecordDataset(..., compression_type="GZIP")`` reads it) and the
+documents side files ``documents/documents-SSSSS-of-NNNNN.jsonl.gz`` (gzip JSON lines); dead
+letters and skipped items stay uncompressed.  ``shards[].path`` and ``documents`` always name the
+real files (relative to the output dir), and readers (``model.input``, ``schemas.documents``,
+``pipelines.inspect``, ``schemas.tfrecord_io``) follow ``config.compression``.
 
 ``counts.input == written + skipped + rejected`` always holds, and so does ``input == output +
 skipped + rejected`` for every stage of ``stage_counts``, each stage's input being the previous

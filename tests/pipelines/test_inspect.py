@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import html.parser
 import json
 import os
@@ -55,26 +56,32 @@ def _pack(tokenizer: Tokenizer, schema_version: Optional[str] = None) -> bytes:
 
 
 def _write_output(directory: pathlib.Path, payloads: List[bytes], tokenizer_desc: Optional[Dict],
-                  ) -> str:
-  """Writes records (and a manifest like a pipeline's when ``tokenizer_desc`` is given)."""
+                  compression: Optional[str] = None, name: Optional[str] = None) -> str:
+  """Writes records (and a manifest like a pipeline's when ``tokenizer_desc`` is given).
+
+  ``compression`` "gzip" gzips the records (``.tfrecord.gz``, as ``--compression gzip``) and,
+  like "none", is stated in the manifest's config (None: not stated, as before the option).
+  """
   directory.mkdir(parents=True, exist_ok=True)
-  name = "records-00000-of-00001.tfrecord"
+  gzipped = compression == "gzip"
+  name = name or "records-00000-of-00001.tfrecord" + (".gz" if gzipped else "")
+  framed = b"".join(tfrecord_io.encode_record(payload) for payload in payloads)
   with open(directory / name, "wb") as f:
-    for payload in payloads:
-      f.write(tfrecord_io.encode_record(payload))
+    f.write(gzip.compress(framed, mtime=0) if gzipped else framed)
   if tokenizer_desc is not None:
     manifest = {
         "manifest_version": manifest_schema.MANIFEST_VERSION,
         "schema_name": records.SCHEMA_NAME, "schema_version": records.SCHEMA_VERSION,
         "job": "test", "tokenizer": tokenizer_desc,
-        "config": {"seq_length": L, "segments_per_pack": N},
+        "config": {"seq_length": L, "segments_per_pack": N,
+                   **({"compression": compression} if compression else {})},
         "counts": {"input": 1, "written": 1, "skipped": 0, "rejected": 0},
         "skipped_by_reason": {}, "rejected_by_reason": {},
         "examples": {"documents": 1, "segments": 3, "packs": len(payloads)},
         "shards": [{"path": name, "records": len(payloads), "segments": 3}],
     }
     (directory / manifest_schema.MANIFEST_FILE).write_text(manifest_schema.dumps(manifest))
-  return str(directory / "records-*.tfrecord")
+  return str(directory / "records-*")
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +211,37 @@ def test_tokenizer_mismatch_and_missing_vocab_fail(tmp_path, tokenizer):
     insp.match_paths(str(tmp_path / "nothing-*.tfrecord"))
 
 
+def test_gzip_records_render_like_uncompressed(tmp_path, tokenizer, capsys):
+  payloads = [_pack(tokenizer), _pack(tokenizer, schema_version="1.1.0")]
+  desc = tokenizer.describe()
+  texts = {}
+  for compression in ("none", "gzip"):
+    pattern = _write_output(tmp_path / compression, payloads, desc, compression)
+    assert insp.main(["--records", pattern]) == 0
+    texts[compression] = capsys.readouterr().out.replace(str(tmp_path / compression), "OUT")
+  assert "OUT/records-00000-of-00001.tfrecord.gz record 1" in texts["gzip"]
+  assert texts["gzip"].replace(".tfrecord.gz", ".tfrecord") == texts["none"]
+  assert "⟦ANS#0 1903⟧" in texts["gzip"]
+  # No manifest: detected by the .gz name, or by the gzip magic bytes.
+  for name in ("records-00000-of-00001.tfrecord.gz", "records-00000-of-00001.tfrecord"):
+    pattern = _write_output(tmp_path / f"bare-{name}", payloads, None, "gzip", name)
+    recs = insp.load_records(insp.match_paths(pattern))
+    assert [r["schema_version"] for r in recs] == [[records.SCHEMA_VERSION.encode()], [b"1.1.0"]]
+
+
+def test_manifest_compression_is_followed(tmp_path, tokenizer, capsys):
+  # gzip records whose manifest says "none": corrupt, as tf.data would find them.
+  pattern = _write_output(tmp_path / "lying", [_pack(tokenizer)], None, "gzip")
+  _write_output(tmp_path / "lying", [], tokenizer.describe(), "none", "unused.tfrecord")
+  paths = insp.match_paths(pattern)
+  assert [os.path.basename(p) for p in paths] == ["records-00000-of-00001.tfrecord.gz"]
+  with pytest.raises(tfrecord_io.CorruptRecordError, match="checksum"):
+    insp.load_records(paths, manifest=insp.read_manifest(paths))
+  assert insp.main(["--records", pattern]) == 2
+  assert "checksum" in capsys.readouterr().err
+  assert len(insp.load_records(paths)) == 1  # detected by name without the manifest
+
+
 def _env() -> Dict[str, str]:
   return dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -259,5 +297,5 @@ def test_cli_text_mode_is_tensorflow_free(output_dir, capsys):
   assert exit_info.value.code == 0
   usage = capsys.readouterr().out
   for flag in ("--records", "--html", "--max_records", "--max_segments", "--vocab_file",
-               "--merges_file"):
+               "--merges_file", ".tfrecord.gz"):
     assert flag in usage
