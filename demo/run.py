@@ -96,7 +96,7 @@ def main() -> None:
 
   html = os.path.join(out, "inspect_dev.html")
   _run("inspector", ["-m", "pipelines.inspect", "--records",
-                     os.path.join(out, "records_dev", "records-*.tfrecord"), "--html", html,
+                     os.path.join(out, "records_dev", "records-*"), "--html", html,
                      "--max_records", "2"])
   print(f"[demo]   what the model reads: {html}", flush=True)
 

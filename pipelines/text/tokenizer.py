@@ -79,6 +79,7 @@ class Tokenizer:
     self.special_ids: Dict[str, int] = {
         k: int(self._tok.token_to_id(v)) for k, v in SPECIAL_TOKENS.items()}
     self.vocab_size = int(self._tok.get_vocab_size(with_added_tokens=True))
+    self._offsets = _OffsetTables(self._tok)
     h = hashlib.sha256()
     for part in (vocab_bytes, merges_bytes, json.dumps(SPECIAL_TOKENS, sort_keys=True).encode(),
                  b"add_prefix_space=False;trim_offsets=True"):
@@ -120,9 +121,16 @@ class Tokenizer:
       future = self._pool.submit(raw, texts) if texts is not None else None
       yield self._build(current, encodings)
 
-  @staticmethod
-  def _build(texts: Sequence[str], encodings) -> List["Encoded"]:
-    return [Encoded.build(text, enc.ids, enc.offsets) for text, enc in zip(texts, encodings)]
+  def _build(self, texts: Sequence[str], encodings) -> List["Encoded"]:
+    out = []
+    for text, enc in zip(texts, encodings):
+      ids = np.array(enc.ids, dtype=np.int64)
+      offsets = self._offsets.char_offsets(text, ids)
+      if offsets is None:  # not byte-for-byte the text (cannot happen with byte-level BPE)
+        out.append(Encoded.build(text, ids, enc.offsets))
+      else:
+        out.append(Encoded(ids, offsets[0], offsets[1], word_starts(text, *offsets)))
+    return out
 
   def encode(self, text: str) -> "Encoded":
     return self.encode_batch([text])[0]
@@ -132,6 +140,78 @@ class Tokenizer:
 
   def id_to_token(self, token_id: int) -> Optional[str]:
     return self._tok.id_to_token(int(token_id))
+
+
+def _bytes_to_unicode() -> Dict[int, str]:
+  """GPT-2's byte-level alphabet: printable bytes stand for themselves, the others are
+  shifted to code points from 256 (so ``Ġ`` is the space byte)."""
+  kept = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+          + list(range(ord("®"), ord("ÿ") + 1)))
+  chars = {b: chr(b) for b in kept}
+  n = 0
+  for b in range(256):
+    if b not in chars:
+      chars[b] = chr(256 + n)
+      n += 1
+  return chars
+
+
+class _OffsetTables:
+  """Character offsets of byte-level BPE tokens computed from the ids, in bulk.
+
+  A byte-level token stands for a fixed byte string, so a text's tokens are consecutive byte
+  ranges (their byte lengths summed); the ByteLevel post-processor with ``trim_offsets`` then
+  drops leading and trailing spaces from each token's range (except a single leading space of
+  the first token, as with ``add_prefix_space``), and byte offsets become the offsets of the
+  characters holding them.  This equals ``Encoding.offsets`` (tested on random texts with
+  spaces, newlines, combining and multi-byte characters, emoji and special tokens) without
+  building a Python tuple per token.
+  """
+
+  def __init__(self, backend):
+    decode = {c: b for b, c in _bytes_to_unicode().items()}
+    vocab = backend.get_vocab(with_added_tokens=True)
+    size = max(vocab.values()) + 1
+    self.length = np.zeros(size, dtype=np.int64)
+    self.lead = np.zeros(size, dtype=np.int64)
+    self.trail = np.zeros(size, dtype=np.int64)
+    for token, i in vocab.items():
+      try:
+        raw = bytes(decode[c] for c in token)
+      except KeyError:  # an added (special) token: its literal text
+        raw = token.encode("utf-8")
+      self.length[i] = len(raw)
+      self.lead[i] = len(raw) - len(raw.lstrip(b" "))
+      self.trail[i] = len(raw) - len(raw.rstrip(b" "))
+
+  def char_offsets(self, text: str, ids: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """``(begins, ends)`` char offsets of ``ids`` in ``text``; None if the tokens' bytes are not
+    the text's bytes."""
+    raw = text.encode("utf-8")
+    if not len(ids):
+      return (np.zeros(0, np.int64), np.zeros(0, np.int64)) if not raw else None
+    if int(ids.max()) >= len(self.length) or int(ids.min()) < 0:
+      return None
+    size = self.length[ids]
+    end = np.cumsum(size)
+    if int(end[-1]) != len(raw):
+      return None
+    start = end - size
+    lead = self.lead[ids]
+    lead[(start == 0) & (lead == 1)] = 0
+    b0 = np.minimum(start + lead, end)
+    b1 = np.maximum(end - self.trail[ids], b0)
+    if text.isascii():
+      begins, ends = b0, b1
+    else:
+      # The character holding each byte (a UTF-8 continuation byte belongs to the character
+      # before it), with len(text) for the end of the text.
+      char_of = np.empty(len(raw) + 1, dtype=np.int64)
+      char_of[:-1] = np.cumsum((np.frombuffer(raw, np.uint8) & 0xC0) != 0x80) - 1
+      char_of[-1] = len(text)
+      begins = char_of[b0]
+      ends = np.where(b1 > b0, char_of[np.maximum(b1 - 1, 0)] + 1, begins)
+    return begins, ends
 
 
 @functools.lru_cache(maxsize=4)

@@ -115,3 +115,23 @@ def test_word_starts_never_inside_a_character(tok):
   assert saw_straddling
   enc = tok.encode("東京Tower")
   assert [p for p, w in zip(_pieces("東京Tower", enc), enc.word_start) if w] == ["東", "京", "T"]
+
+
+def test_bulk_offsets_equal_the_tokenizers_own(tok):
+  """The offsets computed from ids in bulk equal ``Encoding.offsets`` (an independent
+  computation inside the Rust tokenizer), on random texts mixing spaces, newlines, tabs,
+  accents, CJK, emoji, zero-width and no-break spaces and special-token strings."""
+  import random
+  rng = random.Random(0)
+  alphabet = list("abc xyz  \n\t.,Ééü日本語🙂\u200b\u00a0-e\u0301") + [
+      "  ", "\n\n", "<mask>", "</s>", "<s>", "<pad>", " the", "ing"]
+  texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+           for _ in range(3000)] + ["", " ", "  x", "x  ", "富士山", "🙂🙂 🙂"]
+  backend = tok.backend
+  for start in range(0, len(texts), 500):
+    batch = texts[start:start + 500]
+    ours = tok.encode_batch(batch)
+    theirs = backend.encode_batch(batch, add_special_tokens=False)
+    for text, enc, ref in zip(batch, ours, theirs):
+      assert enc.ids.tolist() == ref.ids, text
+      assert list(zip(enc.begins.tolist(), enc.ends.tolist())) == ref.offsets, repr(text)
