@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import pickle
 import uuid
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -60,26 +60,37 @@ def decode(payload: bytes) -> Any:
 
 
 class SpillWriter:
-  """Appends payloads to one new file under ``directory``, opened on the first write."""
+  """Appends payloads to one new file under ``directory``, opened on the first write; writes
+  in blocks of ``buffer_bytes`` (one file-system call per block, not per payload)."""
 
-  def __init__(self, directory: str):
+  def __init__(self, directory: str, buffer_bytes: int = 8 << 20):
     self._directory = directory
+    self._buffer_bytes = buffer_bytes
     self._file = None
     self._path = ""
     self._offset = 0
+    self._buffer = bytearray()
 
   def write(self, payload: bytes) -> Ref:
     if self._file is None:
       self._path = FileSystems.join(self._directory, f"bundle-{uuid.uuid4().hex}.bin")
       self._file = FileSystems.create(self._path)
       self._offset = 0
-    self._file.write(payload)
+    self._buffer += payload
     ref = Ref(self._path, self._offset, len(payload))
     self._offset += len(payload)
+    if len(self._buffer) >= self._buffer_bytes:
+      self._flush()
     return ref
+
+  def _flush(self) -> None:
+    if self._buffer:
+      self._file.write(bytes(self._buffer))
+      self._buffer.clear()
 
   def close(self) -> None:
     if self._file is not None:
+      self._flush()
       self._file.close()
       self._file = None
 
@@ -121,11 +132,3 @@ def delete(directory: str) -> int:
 def spill_dir(output_dir: str) -> str:
   return FileSystems.join(output_dir, SPILL_DIR)
 
-
-def payload_sizes(entries: Iterable[Entry]) -> Tuple[int, int]:
-  """(record payload bytes, side payload bytes) of ``entries`` (for stats)."""
-  r = s = 0
-  for e in entries:
-    r += e.records.length
-    s += e.side.length
-  return r, s

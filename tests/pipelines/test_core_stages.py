@@ -213,3 +213,19 @@ def test_git_revision_of_a_checkout_and_of_an_installed_copy(tmp_path):
   out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=str(tmp_path), env=env)
   assert out.stdout.strip() == "unknown"
+
+
+def test_spill_round_trip_in_blocks_and_delete(tmp_path):
+  directory = str(tmp_path / "_spill")
+  writers = [spill.SpillWriter(directory, buffer_bytes=10) for _ in range(2)]
+  payloads = [bytes([i]) * (i * 3 + 1) for i in range(20)]
+  refs = [writers[i % 2].write(p) for i, p in enumerate(payloads)]
+  for w in writers:
+    w.close()
+  assert len({r.path for r in refs}) == 2  # one file per writer (bundle)
+  got = spill.read(reversed(refs))  # any order in, each file read once in offset order
+  assert [got[r] for r in refs] == payloads
+  value = {"a": [1, 2], "b": "x"}
+  assert spill.decode(spill.encode(value)) == value
+  assert spill.delete(directory) == 2
+  assert not (tmp_path / "_spill").exists()
