@@ -16,20 +16,10 @@ from model import configs, predict, train
 from model import input as input_lib
 from pipelines import hotpotqa
 from pipelines import inspect as insp
-from pipelines.beam.config import RecordsConfig
-from pipelines.text.segmenter import SegmenterConfig
 from schemas import documents as documents_schema
 from schemas import tfrecord_io
-from tests.pipelines.helpers import hotpot_record, write_json
+from tests.pipelines.helpers import PARIS, SMALL, hotpot_record, write_json
 
-SMALL = RecordsConfig(
-    segmenter=SegmenterConfig(seq_length=48, overlap=8, max_segments_per_document=6,
-                              max_question_tokens=12),
-    segments_per_pack=8, num_shards=2)
-
-PARIS = [["Paris", ["Paris is the capital of France.", " It hosts the Louvre."]],
-         ["Lyon", ["Lyon is a city in France.", " Paris is north of it."]],
-         ["Nice", ["Nice is on the coast."] + [f" Filler sentence {i} here." for i in range(12)]]]
 
 
 def _records():

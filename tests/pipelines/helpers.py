@@ -8,9 +8,22 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from pipelines.beam.config import RecordsConfig
+from pipelines.text.segmenter import SegmenterConfig
 from pipelines.text.tokenizer import Encoded
 
 SPECIAL = {"cls": 0, "pad": 1, "sep": 2, "mask": 3}
+
+# A small job configuration (48-token segments, 8 per pack, 2 shards) and a context of three
+# paragraphs, shared by the pipeline tests.
+SMALL = RecordsConfig(
+    segmenter=SegmenterConfig(seq_length=48, overlap=8, max_segments_per_document=6,
+                              max_question_tokens=12),
+    segments_per_pack=8, num_shards=2)
+
+PARIS = [["Paris", ["Paris is the capital of France.", " It hosts the Louvre."]],
+         ["Lyon", ["Lyon is a city in France.", " Paris is north of it."]],
+         ["Nice", ["Nice is on the coast."] + [f" Filler sentence {i} here." for i in range(12)]]]
 
 
 def word_encoding(text: str, split: Dict[str, int] | None = None) -> Encoded:

@@ -21,21 +21,12 @@ from pipelines.beam.stats import STATS, Distribution, SumStats
 from pipelines.errors import user_error_message
 from pipelines.document import Document, Paragraph, Question
 from pipelines.readers import hotpotqa as reader
-from pipelines.text.segmenter import SegmenterConfig
 from pipelines.text.tokenizer import Tokenizer
-from tests.pipelines.helpers import hotpot_record, write_json
+from tests.pipelines.helpers import PARIS, SMALL, hotpot_record, write_json
 
 SAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "samples",
                       "hotpotqa", "hotpot_dev_distractor_v1.head20.json")
 
-SMALL = RecordsConfig(
-    segmenter=SegmenterConfig(seq_length=48, overlap=8, max_segments_per_document=6,
-                              max_question_tokens=12),
-    segments_per_pack=8, num_shards=2)
-
-PARIS = [["Paris", ["Paris is the capital of France.", " It hosts the Louvre."]],
-         ["Lyon", ["Lyon is a city in France.", " Paris is north of it."]],
-         ["Nice", ["Nice is on the coast."] + [f" Filler sentence {i} here." for i in range(12)]]]
 
 
 def good_records():
