@@ -84,22 +84,26 @@ def _field(tag: int, payload: bytes) -> bytes:
 
 
 def _packed_varints(values) -> bytes:
-  """Protobuf varint encoding of an int64 sequence, vectorised with numpy (one pass over the
-  output bytes)."""
+  """Protobuf varint encoding of an int64 sequence, vectorised with numpy.
+
+  Each value's 7-bit groups are laid out as a ``[n, max_bytes]`` table (continuation bit on
+  all but a value's last byte) and the used cells are taken in row order.
+  """
   v = np.asarray(values, dtype=np.int64).reshape(-1).view(np.uint64)
   if not v.size:
     return b""
-  nbytes = np.ones(v.shape, dtype=np.int64)
-  for k in range(1, 10):
-    nbytes += v >= np.uint64(1 << (7 * k))
-  total = int(nbytes.sum())
-  if total == v.size:  # every value below 128: the bytes are the values
+  top = int(v.max())
+  if top < 128:  # every value is one byte: the bytes are the values
     return v.astype(np.uint8).tobytes()
-  starts = np.cumsum(nbytes) - nbytes
-  k = np.arange(total, dtype=np.int64) - np.repeat(starts, nbytes)
-  out = ((np.repeat(v, nbytes) >> (7 * k).astype(np.uint64)) & np.uint64(0x7F)).astype(np.uint8)
-  out[k < np.repeat(nbytes, nbytes) - 1] |= 0x80
-  return out.tobytes()
+  width = (top.bit_length() + 6) // 7
+  nbytes = np.ones(v.shape, dtype=np.int64)
+  for k in range(1, width):
+    nbytes += v >= np.uint64(1 << (7 * k))
+  shifts = np.arange(width, dtype=np.uint64) * np.uint64(7)
+  groups = ((v[:, None] >> shifts) & np.uint64(0x7F)).astype(np.uint8)
+  position = np.arange(width)[None, :]
+  groups[position < nbytes[:, None] - 1] |= 0x80
+  return groups[position < nbytes[:, None]].tobytes()
 
 
 def _feature(values, dtype: str, name: str) -> bytes:
