@@ -111,16 +111,24 @@ def pipeline_run(path: str, out_dir: str) -> dict:
 
 
 def breakdown(raw, config: RecordsConfig) -> dict:
-  """Times the pipeline's stage code without Beam: parse, tokenise+segment (the DoFn itself),
-  pack+serialise (the shard encoder)."""
+  """Times the pipeline's stage code without Beam: parse, answer search, tokenise+segment (the
+  DoFns themselves), pack+serialise (the shard encoder)."""
   from apache_beam import pvalue  # pylint: disable=g-import-not-at-top
   from pipelines.beam.packing import PackEncoder  # pylint: disable=g-import-not-at-top
   from pipelines.beam.segment import TokenizeAndSegmentFn  # pylint: disable=g-import-not-at-top
+
+  from pipelines.beam.answers import _AnswerSearchFn  # pylint: disable=g-import-not-at-top
 
   out = {}
   t0 = time.perf_counter()
   docs = [reader.parse_record(r, f"bench#{i}")[0] for i, r in enumerate(raw)]
   out["parse"] = time.perf_counter() - t0
+  label = _AnswerSearchFn()
+  label.setup()
+  label.start_bundle()
+  t0 = time.perf_counter()
+  docs = [d for doc in docs for d in label.process(doc) if not isinstance(d, pvalue.TaggedOutput)]
+  out["answer search"] = time.perf_counter() - t0
   fn = TokenizeAndSegmentFn(config)
   fn.setup()
   fn.start_bundle()
