@@ -2,8 +2,8 @@
 
   Document --LabelAnswers--> --TokenizeAndSegment--> (sub-documents, side line to _spill/) Entry
      --CheckLabels--> --DeduplicateDocuments--> Entry, one per written document
-     --WriteShards(SpilledPackEncoder)--> records-*.tfrecord   (each shard reads its own
-     --WriteShards(spilled_side_lines)--> documents/*.jsonl      documents back from _spill/)
+     --WriteShards(SpilledPackEncoder)--> records-*.tfrecord   (one grouping: each shard
+                 (spilled_side_lines)---> documents/*.jsonl   reads its own documents back)
   dead letters of every stage ---------------------------------> dead_letter/*.jsonl
   skipped items (duplicate ids) --------------------------------> skipped/*.jsonl
   counters and distributions of every stage -------------------> manifest.json, then COMPLETED
@@ -120,14 +120,15 @@ class DocumentsToRecords(beam.PTransform):
     one_shard = num_shards | "OneShard" >> beam.Map(lambda _: 1)
 
     keyed = entries | "ById" >> beam.Map(lambda e: (e.id, e))
+    # Records and the documents side file of a shard come from one grouping of the entries.
+    documents_file = writer.ShardFile(
+        FileSystems.join(out, documents_schema.DOCUMENTS_DIR), "documents", ".jsonl",
+        spilled_side_lines, writer.frame_line, cfg.compression)
     shards = [
-        keyed | "WriteRecords" >> writer.WriteShards(
+        keyed | "WriteRecordsAndDocuments" >> writer.WriteShards(
             out, "records", ".tfrecord", num_shards,
             SpilledPackEncoder(cfg.segments_per_pack, cfg.segmenter.seq_length, pad_id),
-            writer.frame_tfrecord, compression=cfg.compression),
-        keyed | "WriteDocuments" >> writer.WriteShards(
-            FileSystems.join(out, documents_schema.DOCUMENTS_DIR), "documents", ".jsonl",
-            num_shards, spilled_side_lines, writer.frame_line, compression=cfg.compression),
+            writer.frame_tfrecord, compression=cfg.compression, also=[documents_file]),
     ]
     all_dead = tuple(dead) | "FlattenDeadLetters" >> beam.Flatten()
     shards.append(_side_lines(all_dead, "DeadLetter") | "WriteDeadLetters" >> writer.WriteShards(

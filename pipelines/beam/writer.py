@@ -12,12 +12,13 @@ stays well below a worker's memory (e.g. ~1 GB of serialized segments per shard)
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import logging
 import os
 import uuid
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -103,18 +104,31 @@ def write_atomically(path: str, chunks: Iterable[bytes], compression: str = "non
   return size
 
 
-class _WriteShardFn(beam.DoFn):
+@dataclasses.dataclass(frozen=True)
+class ShardFile:
+  """One kind of file written per shard: ``<output_dir>/<prefix>-SSSSS-of-NNNNN<suffix>``
+  (``.gz`` appended with gzip compression), its payloads made by ``encode_shard`` from the
+  shard's sorted items and framed by ``frame``."""
+  output_dir: str
+  prefix: str
+  suffix: str
+  encode_shard: ShardEncoder
+  frame: Callable[[bytes], bytes]
+  compression: str = "none"
 
-  def __init__(self, output_dir: str, prefix: str, suffix: str, encode_shard: ShardEncoder,
-               frame: Callable[[bytes], bytes], namespace: str, compression: str = "none"):
-    self._output_dir = output_dir
-    self._prefix = prefix
-    self._suffix = suffix + compressed_suffix(compression)
-    self._compression = compression
-    self._encode_shard = encode_shard
-    self._frame = frame
-    self._records = Metrics.counter(namespace, f"{prefix}_records_written")
-    self._bytes = Metrics.counter(namespace, f"{prefix}_bytes_written")
+
+class _WriteShardFn(beam.DoFn):
+  """One shard's items -> one file per :class:`ShardFile` (all from the same grouping)."""
+
+  def __init__(self, files: Sequence[ShardFile], namespace: str):
+    self._files = tuple(files)
+    self._namespace = namespace
+
+  def setup(self):
+    self._records = {f.prefix: Metrics.counter(self._namespace, f"{f.prefix}_records_written")
+                     for f in self._files}
+    self._bytes = {f.prefix: Metrics.counter(self._namespace, f"{f.prefix}_bytes_written")
+                   for f in self._files}
 
   def process(self, element: Tuple[int, Iterable[Optional[Tuple[str, Any]]]], num_shards: int):
     shard, items = element
@@ -122,23 +136,27 @@ class _WriteShardFn(beam.DoFn):
     for (a, _), (b, _) in zip(items, items[1:]):
       if a == b:  # deduplication (or its refusal) runs before the write: this is a bug
         raise ValueError(f"Duplicate key {a!r} in shard {shard}: keys must be unique.")
-    payloads, stats = self._encode_shard(shard, items)
-    name = shard_name(self._prefix, shard, num_shards, self._suffix)
+    for f in self._files:
+      yield self._write(f, shard, num_shards, items)
+
+  def _write(self, f: ShardFile, shard: int, num_shards: int, items) -> Dict[str, Any]:
+    payloads, stats = f.encode_shard(shard, items)
+    name = shard_name(f.prefix, shard, num_shards, f.suffix + compressed_suffix(f.compression))
     count = 0
 
     def framed():
       nonlocal count
       for p in payloads:
         count += 1
-        yield self._frame(p)
+        yield f.frame(p)
 
-    size = write_atomically(FileSystems.join(self._output_dir, name), framed(),
-                            self._compression)
-    self._records.inc(count)
-    self._bytes.inc(size)
-    LOGGER.info("wrote %s: %d %s, %.1f MB", FileSystems.join(self._output_dir, name), count,
-                "records" if self._suffix.startswith(".tfrecord") else "lines", size / 1e6)
-    yield dict(stats, path=name, records=count, bytes=size, kind=self._prefix)
+    path = FileSystems.join(f.output_dir, name)
+    size = write_atomically(path, framed(), f.compression)
+    self._records[f.prefix].inc(count)
+    self._bytes[f.prefix].inc(size)
+    LOGGER.info("wrote %s: %d %s, %.1f MB", path, count,
+                "records" if f.suffix.startswith(".tfrecord") else "lines", size / 1e6)
+    return dict(stats, path=name, records=count, bytes=size, kind=f.prefix)
 
 
 class WriteShards(beam.PTransform):
@@ -150,17 +168,19 @@ class WriteShards(beam.PTransform):
   ``encode_shard`` turns one shard's sorted pairs into payloads (it may combine several
   elements into one payload, as packing does); ``frame`` is ``frame_tfrecord`` or
   ``frame_line``.  ``compression`` "gzip" gzips each file (``.gz`` appended to its name).
+  ``also`` lists further :class:`ShardFile`s written from the same grouping (e.g. the
+  documents side file next to the records), so the items cross the shuffle once.
   """
 
   def __init__(self, output_dir: str, prefix: str, suffix: str,
                num_shards: Union[int, beam.PCollection], encode_shard: ShardEncoder,
                frame: Callable[[bytes], bytes], namespace: str = "readtwice.write",
-               compression: str = "none"):
+               compression: str = "none", also: Sequence[ShardFile] = ()):
     super().__init__()
     if isinstance(num_shards, int) and num_shards < 1:
       raise ValueError("num_shards must be >= 1")
-    self._fn = _WriteShardFn(output_dir, prefix, suffix, encode_shard, frame, namespace,
-                             compression)
+    files = [ShardFile(output_dir, prefix, suffix, encode_shard, frame, compression)]
+    self._fn = _WriteShardFn(files + list(also), namespace)
     self._num_shards = num_shards
 
   def expand(self, pairs: beam.PCollection) -> beam.PCollection:
