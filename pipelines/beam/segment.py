@@ -125,11 +125,11 @@ class _SpillFn(beam.DoFn):
 
   def process(self, seg: Segmented):
     records_ref = self._writer.write(spill.encode(seg.sub_documents))
-    side_ref = self._writer.write(seg.side_line.encode("utf-8"))
+    side_ref = self._writer.write(seg.side_line.encode("utf-8"))  # right after the records
     self._bytes.inc(records_ref.length + side_ref.length)
     yield spill.Entry(seg.id, seg.source_id, seg.question_id, seg.labelled,
                       sum(s.num_segments for s in seg.sub_documents), len(seg.sub_documents),
-                      records_ref, side_ref)
+                      records_ref.path, records_ref.offset, records_ref.length, side_ref.length)
 
   def finish_bundle(self):
     self._writer.close()

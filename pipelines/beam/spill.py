@@ -36,8 +36,9 @@ class Entry(NamedTuple):
   """One segmented document, without its tokens: what the stages after segmentation need.
 
   ``labelled`` is None for a document without a question, else whether its question has an
-  answer.  ``records`` holds the document's sub-documents, ``side`` its documents side-file
-  line (both spilled).
+  answer.  The document's spilled payloads lie at ``offset`` of ``path``: its sub-documents
+  (``records``, ``records_length`` bytes), then its documents side-file line (``side``).
+  Kept flat and small (~150 bytes pickled): a runner may buffer every entry between stages.
   """
   id: str
   source_id: str
@@ -45,8 +46,18 @@ class Entry(NamedTuple):
   labelled: Optional[bool]
   segments: int
   sub_documents: int
-  records: Ref
-  side: Ref
+  path: str
+  offset: int
+  records_length: int
+  side_length: int
+
+  @property
+  def records(self) -> Ref:
+    return Ref(self.path, self.offset, self.records_length)
+
+  @property
+  def side(self) -> Ref:
+    return Ref(self.path, self.offset + self.records_length, self.side_length)
 
 
 def encode(value: Any) -> bytes:

@@ -119,9 +119,8 @@ def test_dedup_keeps_the_first_occurrence_and_records_the_skipped_ones():
 # ------------------------------------------------------------------------------ labels
 
 def _entry(doc_id, source_id, labelled=True):
-  ref = spill.Ref("f", 0, 1)
   return spill.Entry(doc_id, source_id, doc_id if labelled is not None else "", labelled, 2, 1,
-                     ref, ref)
+                     "f", 0, 1, 1)
 
 
 def test_unanswered_question_in_a_labelled_file_is_a_dead_letter():
@@ -227,5 +226,8 @@ def test_spill_round_trip_in_blocks_and_delete(tmp_path):
   assert [got[r] for r in refs] == payloads
   value = {"a": [1, 2], "b": "x"}
   assert spill.decode(spill.encode(value)) == value
+  entry = spill.Entry("d", "s#0", "q", True, 3, 1, refs[0].path, refs[0].offset, 5, 7)
+  assert entry.records == spill.Ref(refs[0].path, refs[0].offset, 5)
+  assert entry.side == spill.Ref(refs[0].path, refs[0].offset + 5, 7)
   assert spill.delete(directory) == 2
   assert not (tmp_path / "_spill").exists()
