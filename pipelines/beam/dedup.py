@@ -2,31 +2,29 @@
 
 Input order is the order of input files (sorted paths) and, inside a file, of records; it is
 recovered from the source id (``path#index`` / ``path:line``): paths compare as strings (the
-order the job reads them in), indices as numbers, so ``file#2`` comes before ``file#10``.  Every dropped document is one line of the job's
-``skipped/`` side file (stage, reason, source id, the document id and the source id that was
+order the job reads them in), indices as numbers, so ``file#2`` comes before ``file#10``.
+Every dropped document is one line of the job's ``skipped/`` side file (stage, reason, source id, the document id and the source id that was
 kept) and counts as skipped in the manifest.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable, List, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from pipelines import keys
 from pipelines.beam.dead_letter import dead_letter
 from pipelines.beam.stats import STATS, BundleStats
 
 SKIPPED = "skipped"  # tag of the skipped-items output
-_INDEXED = re.compile(r"^(.*)[#:](\d+)$")
 
 
 def source_order(source_id: str) -> Tuple[str, int]:
   """Input-order sort key of a source id: ``(path, index)`` (``f#2`` < ``f#10``); an id
   without an index sorts before the indexed ids of the same path."""
-  m = _INDEXED.match(source_id)
-  return (m.group(1), int(m.group(2))) if m else (source_id, -1)
+  return keys.split_source_id(source_id)
 
 
 class _KeepFirstFn(beam.DoFn):

@@ -15,24 +15,22 @@ per-file decision needs every document of a file, and only the small entries wai
 
 from __future__ import annotations
 
-import re
 from typing import Dict, Iterable, List, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from pipelines import keys
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.spill import Entry
 from pipelines.beam.stats import STATS, BundleStats
 
 LABELS = "labels"
-_SOURCE = re.compile(r"^(.*)[#:]\d+$")
 
 
 def source_file(source_id: str) -> str:
   """The input file of a source id (``path#index`` or ``path:line``)."""
-  m = _SOURCE.match(source_id)
-  return m.group(1) if m else source_id
+  return keys.split_source_id(source_id)[0]
 
 
 def _file_label_counts(entry: Entry) -> Iterable[Tuple[Tuple[str, bool], int]]:
