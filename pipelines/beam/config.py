@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict
 
+from schemas import tfrecord_io
 from pipelines.text.segmenter import SegmenterConfig
 from pipelines.text.tokenizer import TokenizerSpec
 
@@ -32,7 +33,7 @@ class RecordsConfig:
     _at_least("num_shards", self.num_shards, 0, " (0 derives it from the segment count)")
     _at_least("segments_per_shard", self.segments_per_shard, 1)
     _at_least("batch_size", self.batch_size, 1)
-    if self.compression not in ("none", "gzip"):
+    if self.compression not in tfrecord_io.COMPRESSIONS:
       raise ValueError(f"--compression must be 'none' or 'gzip', got {self.compression!r}")
     if self.segmenter.max_segments_per_document > self.segments_per_pack:
       raise ValueError(

@@ -58,12 +58,14 @@ def frame_line(payload: bytes) -> bytes:
 # ``TFRecordWriter`` with GZIP options read and write it; JSON lines inside for side files).
 # Level 1 (fast; ~29% of the raw record bytes); mtime 0 and no file name in the header, so the
 # bytes depend on the content only.
-COMPRESSIONS = ("none", "gzip")
+# The values and the ``.gz`` suffix are the contract's (``schemas.tfrecord_io``), which the
+# readers follow.
+COMPRESSIONS = tfrecord_io.COMPRESSIONS
 GZIP_LEVEL = 1
 
 
 def compressed_suffix(compression: str) -> str:
-  return ".gz" if compression == "gzip" else ""
+  return tfrecord_io.GZIP_SUFFIX if compression == tfrecord_io.GZIP else ""
 
 
 class _Counting:
@@ -89,7 +91,7 @@ def write_atomically(path: str, chunks: Iterable[bytes], compression: str = "non
   tmp = f"{path}.tmp-{uuid.uuid4().hex}"
   with FileSystems.create(tmp) as f:
     counting = _Counting(f)
-    if compression == "gzip":
+    if compression == tfrecord_io.GZIP:
       with gzip.GzipFile(filename="", mode="wb", fileobj=counting, compresslevel=GZIP_LEVEL,
                          mtime=0) as gz:
         for chunk in chunks:
