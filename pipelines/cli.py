@@ -28,6 +28,7 @@ import logging
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from schemas import tfrecord_io
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.inputs import describe_inputs
 from pipelines.errors import MARKER, UserError, user_error_message
@@ -103,7 +104,7 @@ def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentPa
                    help="byte-level BPE vocab.json (e.g. RoBERTa's); default: the packaged "
                         "GPT-2 BPE")
   rec.add_argument("--merges_file", default=None, help="merges.txt that goes with --vocab_file")
-  rec.add_argument("--compression", default=d.compression, choices=["none", "gzip"],
+  rec.add_argument("--compression", default=d.compression, choices=tfrecord_io.COMPRESSIONS,
                    help="gzip the record shards (.tfrecord.gz, TFRecord GZIP as tf.data reads "
                         "it) and the documents side files (.jsonl.gz); readers follow the "
                         "manifest (default: %(default)s)")
@@ -224,6 +225,77 @@ def make_pipeline(beam_args: Optional[Sequence[str]]):
   return beam.Pipeline(options=options)
 
 
+# build(pipeline, input paths, output_dir, config, manifest header, reshuffle): adds a job's
+# steps to the pipeline (see ``pipelines.hotpotqa.build``).
+JobBuilder = Callable[[Any, List[str], str, RecordsConfig, Dict[str, Any], bool], Any]
+
+
+def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
+            config: RecordsConfig, beam_args: Optional[Sequence[str]] = None,
+            overwrite: bool = False) -> Dict[str, Any]:
+  """Runs a job to completion; returns the manifest (also written to ``output_dir``).
+
+  Logs what is read and where it is written, refuses an output dir holding an earlier run's
+  output (unless ``overwrite``), and after a failure deletes the temporary files (and the
+  output dir if the job created it and left it empty).  Raises FileNotFoundError if
+  ``input_pattern`` matches no file, FileExistsError for an earlier run's output, UserError (or
+  the runner's wrapping of it) if the input is unusable.
+  """
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from pipelines.beam import writer  # pylint: disable=g-import-not-at-top
+  from schemas import manifest as manifest_schema  # pylint: disable=g-import-not-at-top
+
+  inputs = describe_inputs(input_pattern)
+  LOGGER.info("reading %d file(s), %.1f MB: %s", len(inputs),
+              sum(i["bytes"] for i in inputs) / 1e6,
+              ", ".join(f"{i['path']} ({i['bytes'] / 1e6:,.1f} MB)" for i in inputs[:5])
+              + (f", ... ({len(inputs) - 5} more)" if len(inputs) > 5 else ""))
+  existed = writer.prepare_output_dir(output_dir, overwrite)
+  header = manifest_header(job, config, input_pattern, inputs)
+  LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
+              output_dir)
+  p = make_pipeline(beam_args)
+  build(p, [i["path"] for i in inputs], output_dir, config, header, not is_local(beam_args))
+  try:
+    p.run().wait_until_finish()
+  except BaseException:
+    writer.clean_up_failed_run(output_dir, existed)
+    raise
+  with FileSystems.open(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)) as f:
+    return manifest_schema.loads(f.read().decode("utf-8"))
+
+
+def summary(manifest: Dict[str, Any], output_dir: str) -> Dict[str, Any]:
+  """The last stdout line: what was written, skipped and rejected, and where."""
+  m = manifest
+  return {"counts": m["counts"], "examples": m["examples"],
+          "rejected_by_reason": m["rejected_by_reason"],
+          "skipped_by_reason": m["skipped_by_reason"],
+          "input_count_exact": m.get("input_count_exact", True), "output_dir": output_dir}
+
+
+def job_main(prog: str, description: str, example: str, job: str, build: JobBuilder,
+             argv: Optional[Sequence[str]] = None) -> int:
+  """A job's whole command line: flags, logging, :func:`run_job`, the final log line and the
+  JSON summary; returns the exit status."""
+  parser = new_parser(prog, description, example)
+  args, beam_args = parse(parser, argv)
+  config = records_config(parser, args)
+  setup_logging(args.log_level)
+
+  def body():
+    m = run_job(job, build, args.input, args.output_dir, config, beam_args, args.overwrite)
+    c = m["counts"]
+    LOGGER.info("done: %d input, %d written, %d skipped, %d rejected -> %s", c["input"],
+                c["written"], c["skipped"], c["rejected"], args.output_dir)
+    if not c["written"]:
+      LOGGER.warning("no document was written: %s", "the input holds no records" if not
+                     c["input"] else f"see {args.output_dir}/dead_letter/ for why")
+    return summary(m, args.output_dir)
+
+  return run_main(prog, body)
+
+
 class _HideUserErrorTracebacks(logging.Filter):
   """Drops Beam's ERROR log of a user error raised on a worker (message and traceback): the
   job prints that error itself, as one line."""
@@ -258,16 +330,16 @@ def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
   with its traceback.
   """
   try:
-    summary = body()
-  except (UserError, FileNotFoundError, FileExistsError) as e:
-    message = user_error_message(e) or (e.args[0] if e.args else str(e))
-    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
-    return EXIT_FAILURE
+    result = body()
   except Exception as e:  # pylint: disable=broad-except
-    message = user_error_message(e)  # a UserError raised on a worker, re-wrapped by the runner
+    # A UserError, also one raised on a worker and re-wrapped by the runner; or a missing
+    # input / an existing output, whose message is the line to show.
+    message = user_error_message(e)
+    if message is None and isinstance(e, (FileNotFoundError, FileExistsError)):
+      message = e.args[0] if e.args else str(e)
     if message is None:
       raise
     print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
     return EXIT_FAILURE
-  print(json.dumps(summary, sort_keys=True), flush=True)
+  print(json.dumps(result, sort_keys=True), flush=True)
   return 0
