@@ -86,15 +86,52 @@ def _field(tag: int, payload: bytes) -> bytes:
 def _packed_varints(values) -> bytes:
   """Protobuf varint encoding of an int64 sequence, vectorised with numpy.
 
-  Each value's 7-bit groups are laid out as a ``[n, max_bytes]`` table (continuation bit on
-  all but a value's last byte) and the used cells are taken in row order.
+  A record's features are mostly small non-negative ints with -1 as padding (character offsets,
+  indices), so that case has its own path: the 7-bit groups of the non-negative values are laid
+  out as a ``[n, width]`` uint8 table (``width`` <= 4 groups, from the largest value; the
+  continuation bit set on all but each value's last byte), compacted in one pass, and each -1
+  becomes its fixed ten bytes.  Other values take :func:`_packed_varints_wide`.
   """
-  v = np.asarray(values, dtype=np.int64).reshape(-1).view(np.uint64)
+  v = np.asarray(values, dtype=np.int64).reshape(-1)
   if not v.size:
     return b""
-  top = int(v.max())
-  if top < 128:  # every value is one byte: the bytes are the values
+  lo, hi = int(v.min()), int(v.max())
+  if lo >= 0 and hi < 128:  # every value is one byte: the bytes are the values
     return v.astype(np.uint8).tobytes()
+  if lo < -1 or hi >= 1 << 28:
+    return _packed_varints_wide(v)
+  negative = v < 0 if lo < 0 else None
+  u = (v if negative is None else v[~negative]).astype(np.uint32)
+  width = max(1, (max(hi, 0).bit_length() + 6) // 7)
+  nbytes = np.ones(u.size, dtype=np.uint8)
+  for k in range(1, width):
+    nbytes += u >= (1 << (7 * k))
+  table = np.empty((u.size, width), dtype=np.uint8)
+  for k in range(width):
+    table[:, k] = ((u >> (7 * k)) & 0x7F) | 0x80
+  flat = table.reshape(-1)
+  flat[np.arange(0, u.size * width, width) + nbytes - 1] &= 0x7F  # last byte: no continuation
+  if width > 1:
+    used = np.empty((u.size, width), dtype=bool)
+    used[:, 0] = True
+    for k in range(1, width):
+      used[:, k] = nbytes > k
+    flat = np.compress(used.reshape(-1), flat)
+  if negative is None:
+    return flat.tobytes()
+  sizes = np.full(v.size, 10, dtype=np.int64)  # -1: nine 0xFF then 0x01
+  sizes[~negative] = nbytes
+  ends = np.cumsum(sizes)
+  out = np.full(int(ends[-1]), 0xFF, dtype=np.uint8)
+  out[np.repeat(~negative, sizes)] = flat
+  out[ends[negative] - 1] = 0x01
+  return out.tobytes()
+
+
+def _packed_varints_wide(v: np.ndarray) -> bytes:
+  """:func:`_packed_varints` for any int64 values: a ``[n, 10]``-at-most table."""
+  v = v.view(np.uint64)
+  top = int(v.max())
   width = (top.bit_length() + 6) // 7
   nbytes = np.ones(v.shape, dtype=np.int64)
   for k in range(1, width):
