@@ -3,11 +3,14 @@ then spill them (:mod:`pipelines.beam.spill`): Segmented -> Entry."""
 
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import json
-from typing import Dict, List, NamedTuple, Optional
+from typing import Deque, Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindows
 
 from schemas import records
 from pipelines.beam.config import RecordsConfig
@@ -36,11 +39,18 @@ class Segmented(NamedTuple):
 
 
 class TokenizeAndSegmentFn(beam.DoFn):
-  """Batch of Documents -> Segmented (+ stats, dead letters).
+  """Document -> Segmented (+ stats, dead letters), the tokenizer working beside Python.
 
-  The tokenizer is built once per process (:func:`shared_tokenizer`, in ``setup``).  A batch is
-  tokenised in chunks of ``CHUNK`` documents with ``encode_batch`` (parallel threads in the
-  Rust tokenizer), the next chunk being tokenised while this one is segmented.
+  The tokenizer is built once per process (:func:`shared_tokenizer`, in ``setup``).  Documents
+  are tokenised in chunks of ``min(CHUNK, batch_size)`` with one ``encode_batch`` call each
+  (parallel threads in the Rust tokenizer, which releases the GIL), submitted to this instance's
+  tokenizing thread as soon as a chunk is full.  Finished chunks are segmented when the next
+  documents arrive, so the tokenizer works while this thread parses, labels, segments and
+  spills the documents before and after it; at most ``batch_size`` documents (rounded up to a
+  chunk) wait in flight, and ``finish_bundle`` segments the rest.  Outputs therefore leave a
+  few elements after their inputs: in the global window of these batch pipelines that changes
+  nothing (every output of ``finish_bundle`` is globally windowed), and a document's output
+  never depends on which chunk it was tokenised in.
   """
   CHUNK = 64
 
@@ -48,6 +58,8 @@ class TokenizeAndSegmentFn(beam.DoFn):
     self._config = config
     self._fingerprint = fingerprint
     self._tokenizer = None
+    self._chunk = max(1, min(self.CHUNK, config.batch_size))
+    self._max_in_flight = max(config.batch_size, self._chunk)
 
   def setup(self):
     self._tokenizer = shared_tokenizer(self._config.tokenizer)
@@ -55,27 +67,60 @@ class TokenizeAndSegmentFn(beam.DoFn):
       raise RuntimeError(
           f"Worker tokenizer {self._tokenizer.fingerprint} differs from the one the job was "
           f"launched with ({self._fingerprint}): the vocabulary files changed mid-job.")
+    self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tokenize")
     self._ok = Metrics.counter(NAMESPACE, "documents")
     self._rejected = Metrics.counter(NAMESPACE, "rejected")
     self._segments = Metrics.counter(NAMESPACE, "segments")
     self._dists = {name: Metrics.distribution(NAMESPACE, name) for name in DISTRIBUTIONS}
     self._progress = Progress("segment")
 
+  def teardown(self):
+    pool = getattr(self, "_pool", None)
+    if pool is not None:
+      pool.shutdown(wait=True)
+
   def start_bundle(self):
     self._stats = BundleStats()
+    self._waiting: List[Document] = []
+    self._in_flight: Deque[Tuple[List[Document], List[str], concurrent.futures.Future]] = (
+        collections.deque())
+    self._docs_in_flight = 0
 
-  def process(self, batch: List[Document]):
-    chunks = [batch[i:i + self.CHUNK] for i in range(0, len(batch), self.CHUNK)]
-    texts = ([d.text for d in c] + [d.question.text for d in c if d.question] for c in chunks)
-    for chunk, encoded in zip(chunks, self._tokenizer.encode_batches(texts)):
+  def process(self, doc: Document):
+    self._waiting.append(doc)
+    if len(self._waiting) >= self._chunk:
+      self._submit()
+    yield from self._segment_ready(wait=False)
+
+  def finish_bundle(self):
+    self._submit()
+    for out in self._segment_ready(wait=True):
+      if isinstance(out, beam.pvalue.TaggedOutput):
+        yield beam.pvalue.TaggedOutput(out.tag, GlobalWindows.windowed_value(out.value))
+      else:
+        yield GlobalWindows.windowed_value(out)
+    yield from self._stats.emit()
+
+  def _submit(self) -> None:
+    chunk, self._waiting = self._waiting, []
+    if chunk:
+      texts = [d.text for d in chunk] + [d.question.text for d in chunk if d.question]
+      self._in_flight.append((chunk, texts, self._pool.submit(self._tokenizer.encode_raw, texts)))
+      self._docs_in_flight += len(chunk)
+
+  def _segment_ready(self, wait: bool):
+    """Segments the oldest chunks whose tokens are ready (all of them with ``wait``, or while
+    more than ``batch_size`` documents are in flight)."""
+    while self._in_flight and (wait or self._in_flight[0][2].done()
+                               or self._docs_in_flight > self._max_in_flight):
+      chunk, texts, future = self._in_flight.popleft()
+      self._docs_in_flight -= len(chunk)
+      encoded = self._tokenizer.build(texts, future.result())
       questions = iter(encoded[len(chunk):])
       for doc, ctx in zip(chunk, encoded):
         yield from self._segment(doc, ctx, next(questions) if doc.question else None)
-    self._progress.update(len(batch), lambda n, s: (
-        f"{n:,} documents tokenised and segmented ({n / max(s, 1e-9):,.0f}/s)"))
-
-  def finish_bundle(self):
-    yield from self._stats.emit()
+      self._progress.update(len(chunk), lambda n, s: (
+          f"{n:,} documents tokenised and segmented ({n / max(s, 1e-9):,.0f}/s)"))
 
   def _observe(self, name: str, value: int) -> None:
     self._dists[name].update(value)
@@ -146,9 +191,7 @@ class TokenizeAndSegment(beam.PTransform):
     self._fingerprint = fingerprint
 
   def expand(self, docs: beam.PCollection) -> Dict[str, beam.PCollection]:
-    n = self._config.batch_size
     fn = TokenizeAndSegmentFn(self._config, self._fingerprint)
-    seg = (docs | "Batch" >> beam.BatchElements(min_batch_size=n, max_batch_size=n)
-           | "Segment" >> beam.ParDo(fn).with_outputs(DEAD_LETTER, STATS, main="segmented"))
+    seg = docs | "Segment" >> beam.ParDo(fn).with_outputs(DEAD_LETTER, STATS, main="segmented")
     entries = seg.segmented | "Spill" >> beam.ParDo(_SpillFn(self._spill_dir))
     return {"entries": entries, DEAD_LETTER: seg[DEAD_LETTER], STATS: seg[STATS]}

@@ -12,7 +12,6 @@ Python string (code point) offsets; ``trim_offsets`` makes them exclude the lead
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import functools
 import hashlib
@@ -20,7 +19,7 @@ import importlib.util
 import itertools
 import json
 import pathlib
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -70,7 +69,6 @@ class Tokenizer:
 
     vocab_bytes, merges_bytes, self.name = _load_files(spec)
     self.spec = spec
-    self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
     vocab = json.loads(vocab_bytes.decode("utf-8"))
     merges = []
     for line in merges_bytes.decode("utf-8").splitlines():
@@ -110,22 +108,15 @@ class Tokenizer:
     """Tokenises texts (in parallel threads) without adding special tokens."""
     return self._build(texts, self._tok.encode_batch(list(texts), add_special_tokens=False))
 
-  def encode_batches(self, batches: Iterable[Sequence[str]]) -> Iterator[List["Encoded"]]:
-    """Like ``encode_batch`` per batch, but the Rust tokenizer (which releases the GIL) works
-    on batch k+1 in a background thread while the caller processes batch k."""
-    def raw(texts):
-      return self._tok.encode_batch(list(texts), add_special_tokens=False)
+  def encode_raw(self, texts: Sequence[str]):
+    """The backend's encodings of ``texts`` (no special tokens): the Rust part alone, which
+    releases the GIL, so a caller may run it in a thread while Python works; :meth:`build`
+    turns the result into :class:`Encoded`."""
+    return self._tok.encode_batch(list(texts), add_special_tokens=False)
 
-    if self._pool is None:
-      self._pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="tokenize")
-    it = iter(batches)
-    texts = next(it, None)
-    future = self._pool.submit(raw, texts) if texts is not None else None
-    while future is not None:
-      encodings = future.result()
-      current, texts = texts, next(it, None)
-      future = self._pool.submit(raw, texts) if texts is not None else None
-      yield self._build(current, encodings)
+  def build(self, texts: Sequence[str], encodings) -> List["Encoded"]:
+    """:class:`Encoded` (ids, character offsets, word starts) from :meth:`encode_raw`."""
+    return self._build(texts, encodings)
 
   def _build(self, texts: Sequence[str], encodings) -> List["Encoded"]:
     out = []
