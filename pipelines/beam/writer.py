@@ -17,6 +17,8 @@ import gzip
 import hashlib
 import logging
 import os
+import queue
+import threading
 import uuid
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -84,21 +86,64 @@ class _Counting:
     pass
 
 
+class _WriteBehind:
+  """Calls ``write`` on the chunks it is given, in order, in a thread of its own.
+
+  File writes and gzip compression release the GIL, so the caller makes the next chunks while
+  the previous ones reach the file.  At most ``depth`` chunks wait.  A failed write is raised
+  again in the caller (at its next ``put`` or at the end); nothing after it is written.
+  """
+
+  def __init__(self, write: Callable[[bytes], Any], depth: int = 8):
+    self._write = write
+    self._queue: "queue.Queue[Optional[bytes]]" = queue.Queue(maxsize=depth)
+    self._error: Optional[BaseException] = None
+    self._thread = threading.Thread(target=self._run, name="write-behind", daemon=True)
+
+  def _run(self) -> None:
+    while True:
+      chunk = self._queue.get()
+      if chunk is None:
+        return
+      if self._error is None:
+        try:
+          self._write(chunk)
+        except BaseException as e:  # pylint: disable=broad-except  # re-raised by the caller
+          self._error = e
+
+  def put(self, chunk: bytes) -> None:
+    if self._error is not None:
+      raise self._error
+    self._queue.put(chunk)
+
+  def __enter__(self) -> "_WriteBehind":
+    self._thread.start()
+    return self
+
+  def __exit__(self, *exc_info) -> None:
+    self._queue.put(None)
+    self._thread.join()
+    if self._error is not None and exc_info[0] is None:
+      raise self._error
+
+
 def write_atomically(path: str, chunks: Iterable[bytes], compression: str = "none") -> int:
-  """Writes to ``<path>.tmp-<uuid>`` and renames over ``path``; returns the file's bytes."""
+  """Writes to ``<path>.tmp-<uuid>`` and renames over ``path``; returns the file's bytes.
+
+  The chunks are written (and compressed) by a :class:`_WriteBehind` thread while the caller's
+  iterator makes the next ones."""
   if compression not in COMPRESSIONS:
     raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
   tmp = f"{path}.tmp-{uuid.uuid4().hex}"
   with FileSystems.create(tmp) as f:
     counting = _Counting(f)
-    if compression == tfrecord_io.GZIP:
-      with gzip.GzipFile(filename="", mode="wb", fileobj=counting, compresslevel=GZIP_LEVEL,
-                         mtime=0) as gz:
-        for chunk in chunks:
-          gz.write(chunk)
-    else:
+    gz = (gzip.GzipFile(filename="", mode="wb", fileobj=counting, compresslevel=GZIP_LEVEL,
+                        mtime=0) if compression == tfrecord_io.GZIP else None)
+    with _WriteBehind(gz.write if gz is not None else counting.write) as behind:
       for chunk in chunks:
-        counting.write(chunk)
+        behind.put(chunk)
+    if gz is not None:
+      gz.close()
   size = counting.size
   if FileSystems.exists(path):
     FileSystems.delete([path])

@@ -231,3 +231,37 @@ def test_spill_round_trip_in_blocks_and_delete(tmp_path):
   assert entry.side == spill.Ref(refs[0].path, refs[0].offset + 5, 7)
   assert spill.delete(directory) == 2
   assert not (tmp_path / "_spill").exists()
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip"])
+def test_write_atomically_writes_behind_in_order_and_fails_loudly(tmp_path, compression):
+  import gzip  # pylint: disable=g-import-not-at-top
+  chunks = [bytes([i % 256]) * (i * 997 % 5000) for i in range(200)]
+  path = str(tmp_path / "out.bin")
+  size = writer.write_atomically(path, iter(chunks), compression)
+  data = open(path, "rb").read()
+  assert size == len(data)
+  assert (gzip.decompress(data) if compression == "gzip" else data) == b"".join(chunks)
+
+  def failing():
+    yield b"abc"
+    raise RuntimeError("encoder broke")
+
+  with pytest.raises(RuntimeError, match="encoder broke"):
+    writer.write_atomically(str(tmp_path / "bad.bin"), failing(), compression)
+  assert not os.path.exists(tmp_path / "bad.bin")
+
+
+def test_a_failed_write_behind_is_raised_in_the_caller():
+  calls = []
+
+  def write(chunk):
+    calls.append(chunk)
+    if len(calls) == 2:
+      raise OSError("disk full")
+
+  with pytest.raises(OSError, match="disk full"):
+    with writer._WriteBehind(write, depth=1) as behind:  # pylint: disable=protected-access
+      for i in range(100):
+        behind.put(bytes([i]))
+  assert calls == [b"\x00", b"\x01"]  # nothing written after the failure
