@@ -27,7 +27,7 @@ import numpy as np
 from schemas import example_proto, records
 from pipelines.beam import spill
 from pipelines.text.segmenter import (SEGMENT_FEATURES, TOKEN_FEATURES, SubDocument,
-                                      empty_token_features)
+                                      empty_token_features, lay_out)
 
 DTYPES = {f.name: f.dtype for f in records.FEATURES}
 
@@ -61,10 +61,7 @@ def pack_features(docs: Sequence[SubDocument], segments_per_pack: int, seq_lengt
     raise ValueError(f"pack {pack_id} needs {used} segments > {N}")
   pad = N - used
   feats: Dict[str, np.ndarray | list] = dict(empty_token_features(N, L, pad_id))
-  row = 0
-  for d in docs:
-    d.fill(feats, row)
-    row += d.num_segments
+  lay_out(docs, feats, 0)
   for name in TOKEN_FEATURES:
     feats[name] = feats[name].reshape(-1)
   pad_segment = {"answer_type": records.ANSWER_TYPE_NONE, "supporting": -1}
