@@ -27,7 +27,8 @@ import numpy as np
 from schemas import example_proto, records
 from pipelines.beam import spill
 from pipelines.text.segmenter import (SEGMENT_FEATURES, TOKEN_FEATURES, SubDocument,
-                                      empty_token_features, lay_out)
+                                      empty_token_features, lay_out,
+                                      sub_document_key)
 
 DTYPES = {f.name: f.dtype for f in records.FEATURES}
 
@@ -100,24 +101,55 @@ def serialize_pack(feats: Dict[str, np.ndarray | list]) -> bytes:
 
 
 class SpilledPackEncoder:
-  """``writer.ShardEncoder`` for ``(document id, spill.Entry)`` items: reads the shard's
-  spilled sub-documents back and packs them exactly as :class:`PackEncoder` would."""
+  """``writer.ShardEncoder`` for ``(document id, spill.Entry)`` items: packs the shard's
+  spilled sub-documents exactly as :class:`PackEncoder` would, reading them back a few packs at
+  a time.
 
-  def __init__(self, segments_per_pack: int, seq_length: int, pad_id: int):
+  The packs are planned from the entries alone (each entry knows its sub-documents' segment
+  counts, and a sub-document's key follows from the document and question ids), so the
+  payloads of only ``packs_per_read`` packs (~``packs_per_read`` x 128 segments of compact
+  sub-documents, a few MB) are in memory at once, whatever the shard's size.
+  """
+
+  def __init__(self, segments_per_pack: int, seq_length: int, pad_id: int,
+               packs_per_read: int = 16):
     self._encoder = PackEncoder(segments_per_pack, seq_length, pad_id)
+    self._packs_per_read = packs_per_read
 
   def __call__(self, shard: int, items: List[Tuple[str, spill.Entry]]):
-    payloads = spill.read(e.records for _, e in items)
-    subs = [(sub.key, sub) for _, e in items for sub in spill.decode(payloads[e.records])]
-    subs.sort(key=lambda kv: kv[0])
-    return self._encoder(shard, subs)
+    subs = sorted((sub_document_key(e.id, e.question_id, k), n, e)
+                  for _, e in items for k, n in enumerate(e.sub_segments))
+    plan = plan_packs([(key, n) for key, n, _ in subs], self._encoder.segments_per_pack)
+    stats = self._encoder.stats(plan, [n for _, n, _ in subs])
+
+    def payloads():
+      for first in range(0, len(plan), self._packs_per_read):
+        group = plan[first:first + self._packs_per_read]
+        entries = {subs[i][2] for members in group for i in members}
+        data = spill.read(e.records for e in entries)
+        by_key = {sub.key: sub for e in entries for sub in spill.decode(data[e.records])}
+        for j, members in enumerate(group, first):
+          missing = [subs[i][0] for i in members if subs[i][0] not in by_key]
+          if missing:
+            raise ValueError(f"shard {shard}: spilled payloads lack sub-documents {missing[:3]}")
+          yield self._encoder.encode(shard, j, [by_key[subs[i][0]] for i in members])
+
+    return payloads(), stats
 
 
-def spilled_side_lines(shard: int, items: List[Tuple[str, spill.Entry]]):
-  """``writer.ShardEncoder`` for the documents side file: the spilled lines, in key order."""
+def spilled_side_lines(shard: int, items: List[Tuple[str, spill.Entry]],
+                       lines_per_read: int = 1024):
+  """``writer.ShardEncoder`` for the documents side file: the spilled lines, in key order,
+  read back ``lines_per_read`` at a time."""
   del shard
-  payloads = spill.read(e.side for _, e in items)
-  return [payloads[e.side] for _, e in items], {}
+
+  def lines():
+    for first in range(0, len(items), lines_per_read):
+      chunk = items[first:first + lines_per_read]
+      payloads = spill.read(e.side for _, e in chunk)
+      yield from (payloads[e.side] for _, e in chunk)
+
+  return lines(), {}
 
 
 class PackEncoder:
@@ -128,16 +160,19 @@ class PackEncoder:
     self.seq_length = seq_length
     self.pad_id = pad_id
 
+  def stats(self, plan: List[List[int]], segments: Sequence[int]) -> Dict[str, int]:
+    total = sum(segments)
+    return {"packs": len(plan), "segments": total, "sub_documents": len(segments),
+            "padding_segments": len(plan) * self.segments_per_pack - total}
+
+  def encode(self, shard: int, j: int, docs: Sequence[SubDocument]) -> bytes:
+    """Pack ``j`` of ``shard``, serialised."""
+    return serialize_pack(pack_features(docs, self.segments_per_pack, self.seq_length,
+                                        self.pad_id, f"{shard:05d}-{j:06d}"))
+
   def __call__(self, shard: int, items: List[Tuple[str, SubDocument]]):
     plan = plan_packs([(k, d.num_segments) for k, d in items], self.segments_per_pack)
-    segments = sum(d.num_segments for _, d in items)
-    stats = {"packs": len(plan), "segments": segments, "sub_documents": len(items),
-             "padding_segments": len(plan) * self.segments_per_pack - segments}
-
-    def payloads():
-      for j, members in enumerate(plan):
-        yield serialize_pack(pack_features([items[i][1] for i in members],
-                                           self.segments_per_pack, self.seq_length,
-                                           self.pad_id, f"{shard:05d}-{j:06d}"))
-
-    return payloads(), stats
+    stats = self.stats(plan, [d.num_segments for _, d in items])
+    payloads = (self.encode(shard, j, [items[i][1] for i in members])
+                for j, members in enumerate(plan))
+    return payloads, stats

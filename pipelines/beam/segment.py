@@ -174,7 +174,8 @@ class _SpillFn(beam.DoFn):
     self._bytes.inc(records_ref.length + side_ref.length)
     yield spill.Entry(seg.id, seg.source_id, seg.question_id, seg.labelled,
                       sum(s.num_segments for s in seg.sub_documents), len(seg.sub_documents),
-                      records_ref.path, records_ref.offset, records_ref.length, side_ref.length)
+                      records_ref.path, records_ref.offset, records_ref.length, side_ref.length,
+                      tuple(s.num_segments for s in seg.sub_documents))
 
   def finish_bundle(self):
     self._writer.close()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import pickle
 import uuid
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional
+from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -50,6 +50,7 @@ class Entry(NamedTuple):
   offset: int
   records_length: int
   side_length: int
+  sub_segments: Tuple[int, ...]  # segments of each sub-document, in order
 
   @property
   def records(self) -> Ref:

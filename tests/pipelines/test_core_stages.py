@@ -120,7 +120,7 @@ def test_dedup_keeps_the_first_occurrence_and_records_the_skipped_ones():
 
 def _entry(doc_id, source_id, labelled=True):
   return spill.Entry(doc_id, source_id, doc_id if labelled is not None else "", labelled, 2, 1,
-                     "f", 0, 1, 1)
+                     "f", 0, 1, 1, (2,))
 
 
 def test_unanswered_question_in_a_labelled_file_is_a_dead_letter():
@@ -226,7 +226,7 @@ def test_spill_round_trip_in_blocks_and_delete(tmp_path):
   assert [got[r] for r in refs] == payloads
   value = {"a": [1, 2], "b": "x"}
   assert spill.decode(spill.encode(value)) == value
-  entry = spill.Entry("d", "s#0", "q", True, 3, 1, refs[0].path, refs[0].offset, 5, 7)
+  entry = spill.Entry("d", "s#0", "q", True, 3, 1, refs[0].path, refs[0].offset, 5, 7, (3,))
   assert entry.records == spill.Ref(refs[0].path, refs[0].offset, 5)
   assert entry.side == spill.Ref(refs[0].path, refs[0].offset + 5, 7)
   assert spill.delete(directory) == 2
@@ -265,3 +265,43 @@ def test_a_failed_write_behind_is_raised_in_the_caller():
       for i in range(100):
         behind.put(bytes([i]))
   assert calls == [b"\x00", b"\x01"]  # nothing written after the failure
+
+
+@pytest.mark.parametrize("packs_per_read", [1, 2, 1000])
+def test_spilled_packs_equal_in_memory_packs_whatever_the_read_chunk(tmp_path, packs_per_read):
+  # Documents of several sub-documents (max 3 segments each) in packs of 4 segments: packs
+  # planned from the entries alone and read back a few at a time must equal PackEncoder's
+  # packs of the in-memory sub-documents, byte for byte.
+  from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.packing import PackEncoder, SpilledPackEncoder  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.segment import TokenizeAndSegmentFn, _SpillFn  # pylint: disable=g-import-not-at-top
+  from pipelines.text.segmenter import SegmenterConfig  # pylint: disable=g-import-not-at-top
+  cfg = RecordsConfig(segmenter=SegmenterConfig(seq_length=24, overlap=4,
+                                                max_segments_per_document=3,
+                                                max_question_tokens=6),
+                      segments_per_pack=4, batch_size=3)
+  docs = [Document(f"d{i}", " ".join(f"word{i}x{j}" for j in range(7 + 23 * i)), f"f#{i}",
+                   question=Question(f"q{i}", "which word?") if i % 2 else None)
+          for i in range(7)]
+  fn = TokenizeAndSegmentFn(cfg)
+  fn.setup()
+  fn.start_bundle()
+  out = [x for d in docs for x in fn.process(d)] + [getattr(x, "value", x)
+                                                    for x in fn.finish_bundle()]
+  segmented = [x for x in out if hasattr(x, "sub_documents")]
+  assert len(segmented) == len(docs)
+  subs = sorted(((s.key, s) for x in segmented for s in x.sub_documents), key=lambda kv: kv[0])
+  assert max(s.sub_document_index for _, s in subs) >= 2
+  spill_fn = _SpillFn(str(tmp_path / "spill"))
+  spill_fn.setup()
+  spill_fn.start_bundle()
+  entries = [e for x in reversed(segmented) for e in spill_fn.process(x)]
+  spill_fn.finish_bundle()
+  pad = fn._tokenizer.pad_id  # pylint: disable=protected-access
+  want, want_stats = PackEncoder(4, 24, pad)(3, subs)
+  got, got_stats = SpilledPackEncoder(4, 24, pad, packs_per_read=packs_per_read)(
+      3, sorted(((e.id, e) for e in entries), key=lambda kv: kv[0]))
+  want = list(want)
+  assert len(want) > 3
+  assert list(got) == want
+  assert got_stats == want_stats
