@@ -139,9 +139,9 @@ def breakdown(raw, config: RecordsConfig) -> dict:
   fn.setup()
   fn.start_bundle()
   t0 = time.perf_counter()
-  results = [x for doc in docs for x in fn.process(doc)]
-  results += [getattr(x, "value", x) for x in fn.finish_bundle()]  # globally windowed
-  results = [x for x in results if not isinstance(x, pvalue.TaggedOutput)]
+  results = [x for doc in docs for x in fn.process(doc)] + list(fn.finish_bundle())
+  results = [getattr(x, "value", x) for x in results  # finish_bundle's are globally windowed
+             if not isinstance(x, pvalue.TaggedOutput)]
   out["tokenize+segment"] = time.perf_counter() - t0
   subs = []
   for x in results:

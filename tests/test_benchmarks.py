@@ -24,3 +24,5 @@ def test_benchmark_prints_its_figure_last(script, args):
   figure = json.loads(proc.stdout.strip().splitlines()[-1])
   assert {"metric", "value", "target", "unit"} <= set(figure)
   assert figure["value"] is not None
+  # A figure's own parts that can be skipped (an API they call changed) must not be.
+  assert figure.get("breakdown", "ok") == "ok", figure["breakdown"]
