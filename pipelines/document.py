@@ -23,9 +23,16 @@ class Paragraph:
 
 @dataclasses.dataclass(frozen=True)
 class Mention:
+  """An entity mention: ``text[begin:end]``.
+
+  Its entity is either ``entity_id`` (0 = not linked), or ``entity``: a key (e.g. a Wikipedia
+  title) that the job turns into an id when it writes the records, from an entity table it
+  builds over the whole corpus (see ``pipelines.entities``); a non-empty ``entity`` wins.
+  """
   begin: int
   end: int
   entity_id: int = 0  # 0 = not linked
+  entity: str = ""
 
 
 @dataclasses.dataclass(frozen=True)

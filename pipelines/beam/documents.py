@@ -58,7 +58,11 @@ class DocumentsToRecords(beam.PTransform):
   """Documents -> packed TFRecords, side files, dead letters, skipped items, manifest, COMPLETED.
 
   Input: a dict with ``documents`` (Document), ``input_count`` (ints to sum: how many source
-  records the job read), and optionally ``dead_letters`` and ``stats`` from earlier stages.
+  records the job read), and optionally ``dead_letters``, ``stats`` and ``skipped`` (records
+  like dead letters, of items an earlier stage skipped on purpose and counted in its stats as
+  ``skipped/<stage>/<reason>``) from earlier stages, and ``entity_table``: ``(entity key, id)``
+  pairs that resolve the entity keys of mentions (:class:`pipelines.document.Mention`) when
+  the records are written.
   ``header`` holds the manifest's job, git revision, inputs, config and ``tokenizer``
   description (``Tokenizer.describe()``, whose fingerprint the workers check).
   ``reshuffle``: redistribute documents before tokenising (distributed runners: a file is read
@@ -111,6 +115,8 @@ class DocumentsToRecords(beam.PTransform):
       duplicates = entries | "FindDuplicateIds" >> FindDuplicateIds()
       skipped = p | "NoSkipped" >> beam.Create([])
       side = [beam.pvalue.AsSingleton(duplicates)]
+    if "skipped" in inputs:
+      skipped = (inputs["skipped"], skipped) | "FlattenSkipped" >> beam.Flatten()
     pad_id = tokenizer["special_ids"]["pad"]
     total_stats = (tuple(stats) | "FlattenStats" >> beam.Flatten()
                    | "SumStats" >> beam.CombineGlobally(SumStats()))
@@ -128,7 +134,9 @@ class DocumentsToRecords(beam.PTransform):
         keyed | "WriteRecordsAndDocuments" >> writer.WriteShards(
             out, "records", ".tfrecord", num_shards,
             SpilledPackEncoder(cfg.segments_per_pack, cfg.segmenter.seq_length, pad_id),
-            writer.frame_tfrecord, compression=cfg.compression, also=[documents_file]),
+            writer.frame_tfrecord, compression=cfg.compression, also=[documents_file],
+            side_inputs=([beam.pvalue.AsDict(inputs["entity_table"])]
+                         if "entity_table" in inputs else ())),
     ]
     all_dead = tuple(dead) | "FlattenDeadLetters" >> beam.Flatten()
     shards.append(_side_lines(all_dead, "DeadLetter") | "WriteDeadLetters" >> writer.WriteShards(

@@ -20,14 +20,14 @@ it depends only on the shard's content.  Padding segments have ``segment_mask`` 
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from schemas import example_proto, records
 from pipelines.beam import spill
 from pipelines.text.segmenter import (SEGMENT_FEATURES, TOKEN_FEATURES, SubDocument,
-                                      empty_token_features, lay_out,
+                                      empty_token_features, entity_ids, lay_out,
                                       sub_document_key)
 
 DTYPES = {f.name: f.dtype for f in records.FEATURES}
@@ -54,8 +54,12 @@ def plan_packs(sizes: Sequence[Tuple[str, int]], capacity: int) -> List[List[int
 
 
 def pack_features(docs: Sequence[SubDocument], segments_per_pack: int, seq_length: int,
-                  pad_id: int, pack_id: str) -> Dict[str, np.ndarray | list]:
-  """The record's features for documents laid out in order, then padding segments."""
+                  pad_id: int, pack_id: str,
+                  entity_table: Optional[Mapping[str, int]] = None) -> Dict[str, np.ndarray | list]:
+  """The record's features for documents laid out in order, then padding segments.
+
+  ``entity_table``: entity key -> id, for documents whose mentions carry entity keys
+  (:attr:`SubDocument.entity_keys`; unknown keys get id 0)."""
   N, L = segments_per_pack, seq_length
   used = sum(d.num_segments for d in docs)
   if used > N:
@@ -83,7 +87,12 @@ def pack_features(docs: Sequence[SubDocument], segments_per_pack: int, seq_lengt
 
   offsets = np.cumsum([0] + [d.num_segments for d in docs])[:-1]
   answers = [d.answers + np.array([o, 0, 0]) for d, o in zip(docs, offsets)]
-  mentions = [d.mentions + np.array([o, 0, 0, 0]) for d, o in zip(docs, offsets)]
+  mentions = []
+  for d, o in zip(docs, offsets):
+    m = d.mentions + np.array([o, 0, 0, 0])
+    if d.entity_keys and len(m):
+      m[:, 3] = entity_ids(d.entity_keys, entity_table)[d.mentions[:, 3]]
+    mentions.append(m)
   answers = np.concatenate(answers or [np.zeros((0, 3), np.int64)]).reshape(-1, 3)
   mentions = np.concatenate(mentions or [np.zeros((0, 4), np.int64)]).reshape(-1, 4)
   for j, name in enumerate(("answer_segment", "answer_begin", "answer_end")):
@@ -116,7 +125,10 @@ class SpilledPackEncoder:
     self._encoder = PackEncoder(segments_per_pack, seq_length, pad_id)
     self._packs_per_read = packs_per_read
 
-  def __call__(self, shard: int, items: List[Tuple[str, spill.Entry]]):
+  def __call__(self, shard: int, items: List[Tuple[str, spill.Entry]],
+               entity_table: Optional[Mapping[str, int]] = None):
+    """``entity_table`` (a side input of the writer, when the job builds one): entity key ->
+    id for documents whose mentions carry keys."""
     subs = sorted((sub_document_key(e.id, e.question_id, k), n, e)
                   for _, e in items for k, n in enumerate(e.sub_segments))
     plan = plan_packs([(key, n) for key, n, _ in subs], self._encoder.segments_per_pack)
@@ -132,7 +144,8 @@ class SpilledPackEncoder:
           missing = [subs[i][0] for i in members if subs[i][0] not in by_key]
           if missing:
             raise ValueError(f"shard {shard}: spilled payloads lack sub-documents {missing[:3]}")
-          yield self._encoder.encode(shard, j, [by_key[subs[i][0]] for i in members])
+          yield self._encoder.encode(shard, j, [by_key[subs[i][0]] for i in members],
+                                     entity_table)
 
     return payloads(), stats
 
@@ -165,10 +178,11 @@ class PackEncoder:
     return {"packs": len(plan), "segments": total, "sub_documents": len(segments),
             "padding_segments": len(plan) * self.segments_per_pack - total}
 
-  def encode(self, shard: int, j: int, docs: Sequence[SubDocument]) -> bytes:
+  def encode(self, shard: int, j: int, docs: Sequence[SubDocument],
+             entity_table: Optional[Mapping[str, int]] = None) -> bytes:
     """Pack ``j`` of ``shard``, serialised."""
     return serialize_pack(pack_features(docs, self.segments_per_pack, self.seq_length,
-                                        self.pad_id, f"{shard:05d}-{j:06d}"))
+                                        self.pad_id, f"{shard:05d}-{j:06d}", entity_table))
 
   def __call__(self, shard: int, items: List[Tuple[str, SubDocument]]):
     plan = plan_packs([(k, d.num_segments) for k, d in items], self.segments_per_pack)

@@ -20,7 +20,7 @@ from pipelines.beam import spill
 from pipelines.beam.progress import Progress
 from pipelines.beam.stats import STATS, BundleStats
 from pipelines.document import Document
-from pipelines.text.segmenter import SubDocument, segment_document
+from pipelines.text.segmenter import SubDocument, entity_table, segment_document
 from pipelines.text.tokenizer import shared_tokenizer
 
 NAMESPACE = "readtwice.segment"
@@ -135,10 +135,10 @@ class TokenizeAndSegmentFn(beam.DoFn):
       known = [p for p in doc.paragraphs if p.supporting is not None]
       supporting = ([(p.begin, p.end) for p in doc.paragraphs if p.supporting]
                     if known else None)
+      mentions, entity_keys = entity_table(doc.mentions)
       subs, stats = segment_document(
           doc.id, q.id if q else "", ctx, q_enc, tok.special_ids, self._config.segmenter,
-          answer_char_spans=spans,
-          mentions=[(m.begin, m.end, m.entity_id) for m in doc.mentions],
+          answer_char_spans=spans, mentions=mentions, entity_keys=entity_keys,
           answer_type=q.answer_type if q else records.ANSWER_TYPE_NONE,
           supporting_ranges=supporting)
     except Exception as e:  # pylint: disable=broad-except

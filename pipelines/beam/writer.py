@@ -162,6 +162,8 @@ class ShardFile:
   encode_shard: ShardEncoder
   frame: Callable[[bytes], bytes]
   compression: str = "none"
+  # Whether ``encode_shard`` takes the writer's side inputs (see WriteShards) after the items.
+  takes_side_inputs: bool = False
 
 
 class _WriteShardFn(beam.DoFn):
@@ -177,17 +179,19 @@ class _WriteShardFn(beam.DoFn):
     self._bytes = {f.prefix: Metrics.counter(self._namespace, f"{f.prefix}_bytes_written")
                    for f in self._files}
 
-  def process(self, element: Tuple[int, Iterable[Optional[Tuple[str, Any]]]], num_shards: int):
+  def process(self, element: Tuple[int, Iterable[Optional[Tuple[str, Any]]]], num_shards: int,
+              *side_values):
     shard, items = element
     items = sorted((kv for kv in items if kv is not None), key=lambda kv: kv[0])
     for (a, _), (b, _) in zip(items, items[1:]):
       if a == b:  # deduplication (or its refusal) runs before the write: this is a bug
         raise ValueError(f"Duplicate key {a!r} in shard {shard}: keys must be unique.")
     for f in self._files:
-      yield self._write(f, shard, num_shards, items)
+      yield self._write(f, shard, num_shards, items, side_values if f.takes_side_inputs else ())
 
-  def _write(self, f: ShardFile, shard: int, num_shards: int, items) -> Dict[str, Any]:
-    payloads, stats = f.encode_shard(shard, items)
+  def _write(self, f: ShardFile, shard: int, num_shards: int, items,
+             side_values: Sequence[Any] = ()) -> Dict[str, Any]:
+    payloads, stats = f.encode_shard(shard, items, *side_values)
     name = shard_name(f.prefix, shard, num_shards, f.suffix + compressed_suffix(f.compression))
     count = 0
 
@@ -217,18 +221,23 @@ class WriteShards(beam.PTransform):
   ``frame_line``.  ``compression`` "gzip" gzips each file (``.gz`` appended to its name).
   ``also`` lists further :class:`ShardFile`s written from the same grouping (e.g. the
   documents side file next to the records), so the items cross the shuffle once.
+  ``side_inputs`` (e.g. ``beam.pvalue.AsDict(...)``) are passed to the main file's
+  ``encode_shard`` after the items (the entity table of a corpus, for the records).
   """
 
   def __init__(self, output_dir: str, prefix: str, suffix: str,
                num_shards: Union[int, beam.PCollection], encode_shard: ShardEncoder,
                frame: Callable[[bytes], bytes], namespace: str = "readtwice.write",
-               compression: str = "none", also: Sequence[ShardFile] = ()):
+               compression: str = "none", also: Sequence[ShardFile] = (),
+               side_inputs: Sequence[Any] = ()):
     super().__init__()
     if isinstance(num_shards, int) and num_shards < 1:
       raise ValueError("num_shards must be >= 1")
-    files = [ShardFile(output_dir, prefix, suffix, encode_shard, frame, compression)]
+    files = [ShardFile(output_dir, prefix, suffix, encode_shard, frame, compression,
+                       takes_side_inputs=bool(side_inputs))]
     self._fn = _WriteShardFn(files + list(also), namespace)
     self._num_shards = num_shards
+    self._side_inputs = tuple(side_inputs)
 
   def expand(self, pairs: beam.PCollection) -> beam.PCollection:
     n = self._num_shards
@@ -240,7 +249,7 @@ class WriteShards(beam.PTransform):
     markers = n | "Markers" >> beam.FlatMap(lambda n: [(s, None) for s in range(n)])
     return ((keyed, markers) | "Flatten" >> beam.Flatten()
             | "GroupByShard" >> beam.GroupByKey()
-            | "WriteShard" >> beam.ParDo(self._fn, n_side))
+            | "WriteShard" >> beam.ParDo(self._fn, n_side, *self._side_inputs))
 
 
 def encode_lines(shard: int, items: List[Tuple[str, Any]]) -> Tuple[List[bytes], Dict]:

@@ -34,7 +34,7 @@ import collections
 import dataclasses
 import math
 import numbers
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -101,6 +101,9 @@ class SubDocument:
   segments: Dict[str, np.ndarray]  # SEGMENT_FEATURES -> [S]
   answers: np.ndarray  # [K, 3] (segment in this sub-document, begin, end), inclusive
   mentions: np.ndarray  # [M, 4] (segment, begin, end, entity_id), inclusive
+  # When set, the mentions' last column indexes these entity keys (resolved to ids at pack
+  # time, see ``entity_ids``) instead of holding ids.
+  entity_keys: Tuple[str, ...] = ()
 
   @property
   def num_segments(self) -> int:
@@ -121,7 +124,7 @@ class SubDocument:
     blob = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
     head = (self.key, self.document_id, self.question_id, self.sub_document_index,
             self.num_sub_documents, self.seq_length, self.special)
-    return _rebuild_sub_document, (head, meta, blob)
+    return _rebuild_sub_document, (head, meta, blob, self.entity_keys)
 
   @property
   def tokens(self) -> Dict[str, np.ndarray]:
@@ -183,7 +186,7 @@ def lay_out(docs: Sequence[SubDocument], out: Dict[str, np.ndarray], row: int) -
   out["input_mask"][used] = np.arange(L)[None, :] < (last_sep - rows + 1)[:, None]
 
 
-def _rebuild_sub_document(head, meta, blob) -> SubDocument:
+def _rebuild_sub_document(head, meta, blob, entity_keys=()) -> SubDocument:
   names, specs = meta
   arrays, pos = [], 0
   for dtype, shape in specs:
@@ -194,7 +197,36 @@ def _rebuild_sub_document(head, meta, blob) -> SubDocument:
   context, question, segments = ({n: next(it) for n in group} for group in names)
   windows, answers, mentions = next(it), next(it), next(it)
   return SubDocument(*head, context=context, question=question, windows=windows,
-                     segments=segments, answers=answers, mentions=mentions)
+                     segments=segments, answers=answers, mentions=mentions,
+                     entity_keys=tuple(entity_keys))
+
+
+# An entity key standing for a mention's own id (a document mixing keyed and id'd mentions).
+_ID_KEY = "\x00"
+
+
+def entity_table(mentions) -> Tuple[List[Tuple[int, int, int]], Tuple[str, ...]]:
+  """``(begin, end, entity)`` rows and entity keys for a document's :class:`Mention` s.
+
+  Without entity keys the rows hold the ids and the keys are ``()``.  With keys, the last
+  column indexes the returned keys (in order of first appearance); a mention with an id but
+  no key gets the key ``"\x00<id>"``, which :func:`entity_ids` maps back to its id.
+  """
+  if not any(m.entity for m in mentions):
+    return [(m.begin, m.end, m.entity_id) for m in mentions], ()
+  index: Dict[str, int] = {}
+  rows = [(m.begin, m.end, index.setdefault(m.entity or f"{_ID_KEY}{m.entity_id}", len(index)))
+          for m in mentions]
+  return rows, tuple(index)
+
+
+def entity_ids(keys: Sequence[str], table: Optional[Mapping[str, int]]) -> np.ndarray:
+  """The ids of entity keys (0 = unknown: not in ``table``)."""
+  if keys and table is None:
+    raise ValueError("documents carry entity keys but the job gave no entity table to resolve "
+                     "them")
+  return np.array([int(k[1:]) if k.startswith(_ID_KEY) else table.get(k, 0) for k in keys],
+                  dtype=np.int64)
 
 
 def empty_token_features(num_segments: int, seq_length: int, pad_id: int
@@ -370,9 +402,12 @@ def segment_document(document_id: str, question_id: str, context: Encoded,
                      mentions: Sequence[Tuple[int, int, int]] = (),
                      answer_type: int = records.ANSWER_TYPE_NONE,
                      supporting_ranges: Optional[Sequence[Tuple[int, int]]] = None,
+                     entity_keys: Tuple[str, ...] = (),
                      ) -> Tuple[List[SubDocument], collections.Counter]:
   """Segments one document.  ``supporting_ranges``: char ranges of supporting paragraphs, or
-  None when unknown.  Returns the sub-documents and counters for the manifest."""
+  None when unknown.  ``mentions``: (begin, end, entity id, or an index into ``entity_keys``
+  when given; see :func:`entity_table`).  Returns the sub-documents and counters for the
+  manifest."""
   stats: collections.Counter = collections.Counter()
   L = config.seq_length
   if question is not None:
@@ -435,7 +470,7 @@ def segment_document(document_id: str, question_id: str, context: Encoded,
         question_id=question_id, sub_document_index=k, num_sub_documents=num_sub,
         seq_length=L, special=special, context=_compact(context, c0, c1),
         question=q_arrays, windows=windows[lo:hi] - c0, segments=s_seg,
-        answers=local(ans_rows), mentions=local(men_rows)))
+        answers=local(ans_rows), mentions=local(men_rows), entity_keys=entity_keys))
   stats["documents"] += 1
   stats["sub_documents"] += num_sub
   stats["segments"] += W

@@ -305,3 +305,31 @@ def test_spilled_packs_equal_in_memory_packs_whatever_the_read_chunk(tmp_path, p
   assert len(want) > 3
   assert list(got) == want
   assert got_stats == want_stats
+
+
+def test_entity_keys_of_mentions_resolve_to_ids_when_the_records_are_written():
+  from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.packing import PackEncoder  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.segment import TokenizeAndSegmentFn  # pylint: disable=g-import-not-at-top
+  from pipelines.document import Mention  # pylint: disable=g-import-not-at-top
+  from schemas import example_proto  # pylint: disable=g-import-not-at-top
+  text = "Alpha met Beta and Alpha again."
+  doc = Document("d", text, "f#0", mentions=(
+      Mention(0, 5, entity="Alpha"), Mention(10, 14, entity="Beta"),
+      Mention(19, 24, entity="Alpha"), Mention(25, 30, entity_id=7)))
+  fn = TokenizeAndSegmentFn(RecordsConfig())
+  fn.setup()
+  fn.start_bundle()
+  out = list(fn.process(doc)) + [x.value for x in fn.finish_bundle()
+                                 if not isinstance(x, beam.pvalue.TaggedOutput)]
+  (seg,) = [x for x in out if hasattr(x, "sub_documents")]
+  (sub,) = seg.sub_documents
+  assert sub.entity_keys == ("Alpha", "Beta", "\x007")
+  encoder = PackEncoder(128, 512, fn._tokenizer.pad_id)  # pylint: disable=protected-access
+  rec = example_proto.decode_example(encoder.encode(0, 0, [sub], {"Alpha": 3, "Gamma": 9}))
+  assert rec["mention_entity_id"] == [3, 0, 3, 7]  # Beta is not in the table: unknown (0)
+  spans = [text[rec["char_begin"][b]:rec["char_end"][e]]
+           for b, e in zip(rec["mention_begin"], rec["mention_end"])]
+  assert spans == ["Alpha", "Beta", "Alpha", "again"]
+  with pytest.raises(ValueError, match="no entity table"):
+    encoder.encode(0, 0, [sub])
