@@ -22,7 +22,9 @@ command runs locally or on Dataflow (``--runner=DataflowRunner --project=... --r
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
+import functools
 import json
 import logging
 import sys
@@ -232,14 +234,17 @@ JobBuilder = Callable[[Any, List[str], str, RecordsConfig, Dict[str, Any], bool]
 
 def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
             config: RecordsConfig, beam_args: Optional[Sequence[str]] = None,
-            overwrite: bool = False) -> Dict[str, Any]:
+            overwrite: bool = False, job_config: Optional[Dict[str, Any]] = None,
+            outputs: Sequence[str] = ()) -> Dict[str, Any]:
   """Runs a job to completion; returns the manifest (also written to ``output_dir``).
 
   Logs what is read and where it is written, refuses an output dir holding an earlier run's
   output (unless ``overwrite``), and after a failure deletes the temporary files (and the
   output dir if the job created it and left it empty).  Raises FileNotFoundError if
   ``input_pattern`` matches no file, FileExistsError for an earlier run's output, UserError (or
-  the runner's wrapping of it) if the input is unusable.
+  the runner's wrapping of it) if the input is unusable.  ``job_config``: the job's own
+  settings, recorded in the manifest's ``config``; ``outputs``: patterns (under
+  ``output_dir``) of files the job writes besides the common ones (for ``--overwrite``).
   """
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   from pipelines.beam import writer  # pylint: disable=g-import-not-at-top
@@ -250,8 +255,9 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
               sum(i["bytes"] for i in inputs) / 1e6,
               ", ".join(f"{i['path']} ({i['bytes'] / 1e6:,.1f} MB)" for i in inputs[:5])
               + (f", ... ({len(inputs) - 5} more)" if len(inputs) > 5 else ""))
-  existed = writer.prepare_output_dir(output_dir, overwrite)
+  existed = writer.prepare_output_dir(output_dir, overwrite, outputs)
   header = manifest_header(job, config, input_pattern, inputs)
+  header["config"].update(job_config or {})
   LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
               output_dir)
   p = make_pipeline(beam_args)
@@ -275,16 +281,37 @@ def summary(manifest: Dict[str, Any], output_dir: str) -> Dict[str, Any]:
 
 
 def job_main(prog: str, description: str, example: str, job: str, build: JobBuilder,
-             argv: Optional[Sequence[str]] = None) -> int:
+             argv: Optional[Sequence[str]] = None,
+             add_flags: Optional[Callable[[argparse.ArgumentParser], None]] = None,
+             job_options: Optional[Callable[[argparse.Namespace], Any]] = None,
+             outputs: Sequence[str] = ()) -> int:
   """A job's whole command line: flags, logging, :func:`run_job`, the final log line and the
-  JSON summary; returns the exit status."""
+  JSON summary; returns the exit status.
+
+  A job with flags of its own adds them with ``add_flags(parser)``; ``job_options(args)``
+  turns them into an options object (a ValueError is a usage error naming the flag), passed
+  to ``build`` as ``options=`` and recorded in the manifest's config (``describe()``, or its
+  dataclass fields).
+  """
   parser = new_parser(prog, description, example)
+  if add_flags is not None:
+    add_flags(parser.add_argument_group(f"{job} settings"))
   args, beam_args = parse(parser, argv)
   config = records_config(parser, args)
+  job_config: Dict[str, Any] = {}
+  if job_options is not None:
+    try:
+      options = job_options(args)
+    except ValueError as e:
+      parser.error(str(e))
+    build = functools.partial(build, options=options)
+    job_config = (options.describe() if hasattr(options, "describe")
+                  else dataclasses.asdict(options))
   setup_logging(args.log_level)
 
   def body():
-    m = run_job(job, build, args.input, args.output_dir, config, beam_args, args.overwrite)
+    m = run_job(job, build, args.input, args.output_dir, config, beam_args, args.overwrite,
+                job_config, outputs)
     c = m["counts"]
     LOGGER.info("done: %d input, %d written, %d skipped, %d rejected -> %s", c["input"],
                 c["written"], c["skipped"], c["rejected"], args.output_dir)

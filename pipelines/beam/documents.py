@@ -17,7 +17,7 @@ The stages live in their own modules (``labels``, ``dedup``, ``segment``, ``spil
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -67,14 +67,19 @@ class DocumentsToRecords(beam.PTransform):
   description (``Tokenizer.describe()``, whose fingerprint the workers check).
   ``reshuffle``: redistribute documents before tokenising (distributed runners: a file is read
   by one worker; locally it would only hold every document in memory).
+  ``report``: ``report(manifest, output_dir, report_input)`` writes a report (e.g.
+  :func:`pipelines.beam.report.write_report`) after the manifest and before ``COMPLETED``;
+  ``report_input`` is the optional ``report_input`` singleton PCollection of the inputs.
   ``labeller``: the labelling stage (Document -> Document with ``question.answer_spans``, with
   ``documents``, ``stats`` and ``dead_letter`` outputs); default :class:`LabelAnswers`.
   Output: a PCollection holding the manifest dict once everything is written.
   """
 
   def __init__(self, output_dir: str, config: RecordsConfig, header: Dict[str, Any],
-               reshuffle: bool = False, labeller: Optional[beam.PTransform] = None):
+               reshuffle: bool = False, labeller: Optional[beam.PTransform] = None,
+               report: Optional[Callable[[Dict[str, Any], str, Any], Any]] = None):
     super().__init__()
+    self._report = report
     self._output_dir = output_dir
     self._config = config
     self._header = header
@@ -154,4 +159,6 @@ class DocumentsToRecords(beam.PTransform):
                 write_manifest, out, self._header,
                 beam.pvalue.AsSingleton(input_count), beam.pvalue.AsSingleton(total_stats),
                 beam.pvalue.AsList(reasons), beam.pvalue.AsList(all_shards),
-                beam.pvalue.AsSingleton(checked[LABELS]), spill_dir))
+                beam.pvalue.AsSingleton(checked[LABELS]), spill_dir, self._report,
+                *([beam.pvalue.AsSingleton(inputs["report_input"])]
+                  if "report_input" in inputs else [])))

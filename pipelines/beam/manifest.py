@@ -112,9 +112,10 @@ def build_manifest(header: Dict[str, Any], input_count: int, stats: Dict[str, An
 def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
                    stats: Dict[str, Any], reasons: List[Tuple[str, int]],
                    shards: List[Dict[str, Any]], labels: Dict[str, Dict],
-                   spill_dir: str | None = None):
-  """FlatMap body: deletes the spill files, writes ``manifest.json`` then ``COMPLETED``;
-  yields the manifest."""
+                   spill_dir: str | None = None, report=None, report_input=None):
+  """FlatMap body: deletes the spill files, writes ``manifest.json``, then (when given)
+  ``report(manifest, output_dir, report_input)``'s files, then ``COMPLETED``; yields the
+  manifest."""
   m = build_manifest(header, input_count, stats, reasons, shards, labels)
   if spill_dir is not None:
     deleted = spill.delete(spill_dir)
@@ -122,6 +123,8 @@ def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
   text = manifest_schema.dumps(m)  # validates: raises if the counters do not reconcile
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE),
                           [text.encode("utf-8")])
+  if report is not None:
+    report(m, output_dir, report_input)
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.COMPLETED_FILE), [])
   LOGGER.info("manifest: %s", FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE))
   yield m

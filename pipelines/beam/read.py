@@ -728,7 +728,7 @@ def _open(path: str, chunk_size: int) -> Tuple[Any, Optional[Any]]:
   return CompressedFile(raw, compression_type=compression, read_size=chunk_size), raw
 
 
-def _is_decompression_error(e: Exception) -> bool:
+def is_decompression_error(e: Exception) -> bool:
   if isinstance(e, (zlib.error, lzma.LZMAError, EOFError)):
     return True
   if type(e).__module__.startswith("zstandard"):
@@ -777,7 +777,7 @@ class _Source:
       try:
         data = self._f.read(self._chunk_size)
       except Exception as e:  # pylint: disable=broad-except
-        if self._stored is None or not _is_decompression_error(e):
+        if self._stored is None or not is_decompression_error(e):
           raise
         self.error = (f"the compressed file is damaged after {self.bytes} decompressed bytes "
                       f"({type(e).__name__}: {str(e)[:200]})")

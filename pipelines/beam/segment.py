@@ -9,6 +9,7 @@ import json
 from typing import Deque, Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
@@ -25,7 +26,7 @@ from pipelines.text.tokenizer import shared_tokenizer
 
 NAMESPACE = "readtwice.segment"
 # Per-document distributions (Beam Metrics while running, the manifest's "distributions").
-DISTRIBUTIONS = ("tokens_per_document", "segments_per_document")
+DISTRIBUTIONS = ("tokens_per_document", "segments_per_document", "mentions_per_segment")
 
 
 class Segmented(NamedTuple):
@@ -150,6 +151,9 @@ class TokenizeAndSegmentFn(beam.DoFn):
     self._segments.inc(stats["segments"])
     self._observe("tokens_per_document", len(ctx))
     self._observe("segments_per_document", stats["segments"])
+    for sub in subs:
+      for n in np.bincount(sub.mentions[:, 0], minlength=sub.num_segments).tolist():
+        self._observe("mentions_per_segment", n)
     side = json.dumps(doc.side_record(), ensure_ascii=False, sort_keys=True)
     labelled = None if q is None else bool(q.answers)
     yield Segmented(doc.id, doc.source_id, q.id if q else "", labelled, subs, side)

@@ -264,14 +264,15 @@ OUTPUT_PATTERNS = ("records-*-of-*", "documents/documents-*-of-*",
                    "manifest.json", "COMPLETED")
 
 
-def prepare_output_dir(output_dir: str, overwrite: bool) -> bool:
+def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequence[str] = ()
+                       ) -> bool:
   """Refuses to mix a new run's shards with an earlier run's, unless ``overwrite``.
 
   With a different shard count the old ``-of-NNNNN`` files would otherwise stay next to the
   new ones.  ``overwrite`` deletes exactly the files a job writes (nothing else).  Returns
   whether ``output_dir`` existed.
   """
-  found = [m.path for pattern in OUTPUT_PATTERNS
+  found = [m.path for pattern in tuple(OUTPUT_PATTERNS) + tuple(extra_patterns)
            for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
   if found and not overwrite:
     raise FileExistsError(

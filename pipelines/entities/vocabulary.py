@@ -1,0 +1,134 @@
+"""The entity vocabulary and alias table of a hyperlinked corpus, as Beam stages.
+
+  links (raw target title, anchor text), one per mention ─┐
+  redirects (redirect title, target title) ───────────────┴─ join on the raw title ─▶
+     resolution (raw -> resolved title) ─▶ counts per resolved title ─▶ vocabulary (ids)
+     ─▶ entity table (raw title -> id, for the records' writer)
+     ─▶ aliases ((anchor, resolved title) -> count), written sharded
+
+Everything is a Beam join or combine; nothing is looked up in the launcher's memory.  A
+redirect is followed one hop, as MediaWiki does (a double redirect is a broken link there too).
+The vocabulary itself (at most ``max_entities`` titles with their counts) is combined on one
+worker and then used as a side input; the raw-title table it yields has one entry per distinct
+link target in the vocabulary.  Files: see :mod:`schemas.entities`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import entities as entities_schema
+from pipelines import keys
+from pipelines.beam import writer
+
+NAMESPACE = "readtwice.entities"
+ALIASES_PER_SHARD = 2_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabularyConfig:
+  min_entity_count: int = 1
+  max_entities: int = 1_000_000  # 0: no limit
+
+  def __post_init__(self):
+    if not isinstance(self.min_entity_count, int) or self.min_entity_count < 1:
+      raise ValueError(f"--min_entity_count must be an integer >= 1, got "
+                       f"{self.min_entity_count!r}")
+    if not isinstance(self.max_entities, int) or self.max_entities < 0:
+      raise ValueError(f"--max_entities must be an integer >= 0 (0: no limit), got "
+                       f"{self.max_entities!r}")
+
+
+def _resolve(element: Tuple[str, Dict[str, List[Any]]]):
+  """(raw title, {"count": [n], "redirect": [targets]}) -> (raw, resolved, n) when linked."""
+  raw, joined = element
+  counts = joined["count"]
+  if not counts:
+    return
+  targets = sorted(joined["redirect"])
+  yield raw, (targets[0] if targets else raw), sum(counts)
+
+
+def _alias_rows(element, vocabulary: Dict[str, int]):
+  (anchor, title), count = element
+  yield keys.join_key(anchor, title), (anchor, vocabulary.get(title, entities_schema.UNKNOWN_ENTITY_ID),
+                                      title, count)
+
+
+def _alias_shard_bytes(shard: int, items: List[Tuple[str, Any]]):
+  del shard
+  rows = [row for _, row in items]
+  return [entities_schema.aliases_bytes(rows)], {"aliases": len(rows)}
+
+
+def _identity(data: bytes) -> bytes:
+  return data
+
+
+class BuildEntityTables(beam.PTransform):
+  """``{"links": (raw title, anchor), "redirects": (title, target)}`` -> entity tables.
+
+  Writes ``entities/vocabulary.parquet`` and ``entities/aliases-*.parquet`` under
+  ``output_dir``.  Outputs a dict: ``entity_table`` ((raw title, id) for every linked raw
+  title whose resolved title has an id: the records' writer side input), ``vocabulary`` (one
+  list of (id, title, count) rows), ``shards`` (the written files' stats) and ``stats``
+  (counters for the manifest: ``entities/...``).
+  """
+
+  def __init__(self, output_dir: str, config: VocabularyConfig):
+    super().__init__()
+    self._out = FileSystems.join(output_dir, entities_schema.ENTITIES_DIR)
+    self._config = config
+
+  def expand(self, inputs: Dict[str, beam.PCollection]) -> Dict[str, beam.PCollection]:
+    cfg = self._config
+    links, redirects = inputs["links"], inputs["redirects"]
+    raw_counts = (links | "RawTitle" >> beam.Map(lambda link: (link[0], 1))
+                  | "CountRaw" >> beam.CombinePerKey(sum))
+    resolved = ({"count": raw_counts, "redirect": redirects}
+                | "JoinRedirects" >> beam.CoGroupByKey()
+                | "Resolve" >> beam.FlatMap(_resolve))
+    counts = (resolved | "ByResolved" >> beam.Map(lambda r: (r[1], r[2]))
+              | "CountResolved" >> beam.CombinePerKey(sum))
+    vocabulary = (counts | "AllCounts" >> beam.combiners.ToList()
+                  | "Rank" >> beam.Map(entities_schema.rank, cfg.min_entity_count,
+                                       cfg.max_entities))
+    ids = beam.pvalue.AsDict(vocabulary | "VocabularyIds" >> beam.FlatMap(
+        lambda rows: [(title, i) for i, title, _ in rows]))
+    entity_table = resolved | "RawIds" >> beam.FlatMap(
+        lambda r, ids: [(r[0], ids[r[1]])] if r[1] in ids else [], ids)
+
+    vocab_file = (vocabulary | "VocabularyFile" >> beam.Map(
+        lambda rows, out: _write_vocabulary(rows, out), self._out))
+    resolution = resolved | "RawToResolved" >> beam.Map(lambda r: (r[0], r[1]))
+    alias_counts = (links | "AliasPair" >> beam.Map(lambda link: ((link[0], link[1]), 1))
+                    | "CountAliasPairs" >> beam.CombinePerKey(sum)
+                    | "AliasByRaw" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1]))))
+    aliases = ({"alias": alias_counts, "resolved": resolution}
+               | "JoinAliasResolution" >> beam.CoGroupByKey()
+               | "ResolveAliases" >> beam.FlatMap(
+                   lambda kv: [((anchor, kv[1]["resolved"][0]), n)
+                               for anchor, n in kv[1]["alias"]] if kv[1]["resolved"] else [])
+               | "SumAliases" >> beam.CombinePerKey(sum)
+               | "AliasRows" >> beam.FlatMap(_alias_rows, ids))
+    num_shards = (aliases | "CountAliasRows" >> beam.combiners.Count.Globally()
+                  | "AliasShards" >> beam.Map(lambda n: max(1, -(-n // ALIASES_PER_SHARD))))
+    alias_files = aliases | "WriteAliases" >> writer.WriteShards(
+        self._out, entities_schema.ALIASES_PREFIX, ".parquet", num_shards, _alias_shard_bytes,
+        _identity, namespace=NAMESPACE)
+    stats = (vocabulary | "VocabularyStats" >> beam.Map(
+        lambda rows: {"entities/vocabulary": len(rows),
+                      "entities/mentions_in_vocabulary": sum(c for _, _, c in rows)}))
+    return {"entity_table": entity_table, "vocabulary": vocabulary, "stats": stats,
+            "files": (vocab_file, alias_files) | "FlattenEntityFiles" >> beam.Flatten()}
+
+
+def _write_vocabulary(rows: List[Tuple[int, str, int]], out: str) -> Dict[str, Any]:
+  path = FileSystems.join(out, entities_schema.VOCABULARY_FILE)
+  size = writer.write_atomically(path, [entities_schema.vocabulary_bytes(rows)])
+  return {"path": path, "rows": len(rows), "bytes": size, "kind": "vocabulary"}
+
