@@ -53,7 +53,7 @@ class _Parser(argparse.ArgumentParser):
     self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
-def _bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str):
+def bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str):
   """``--name`` / ``--noname`` (absl style, as before), both setting ``name``."""
   group = parser.add_mutually_exclusive_group()
   group.add_argument(f"--{name}", dest=name, action="store_true", default=default,
@@ -74,7 +74,7 @@ def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentPa
   io.add_argument("--input", required=True,
                   help="input path, glob, or comma-separated list of them (local or gs://)")
   io.add_argument("--output_dir", required=True, help="output directory (local or gs://)")
-  _bool_flag(io, "overwrite", False,
+  bool_flag(io, "overwrite", False,
              "replace the output of an earlier run in --output_dir (otherwise refused); "
              "--nooverwrite")
   rec = p.add_argument_group("segments and records")
@@ -98,7 +98,7 @@ def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentPa
                    help="target segments per shard when --num_shards=0; a shard is sorted and "
                         "packed in one worker's memory, ~5-7 KB per segment at seq_length 512 "
                         "(default: %(default)s)")
-  _bool_flag(rec, "deduplicate", d.deduplicate,
+  bool_flag(rec, "deduplicate", d.deduplicate,
              "keep the first document per id (in input order), list the others under "
              "skipped/; --nodeduplicate: ids must be unique, else the job fails before "
              "writing")

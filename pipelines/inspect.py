@@ -36,6 +36,7 @@ import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from schemas import example_proto, records as records_schema, tfrecord_io
+from schemas import entities as entities_schema
 from schemas import manifest as manifest_schema
 
 ANSWER_TYPE_WORDS = {
@@ -51,6 +52,7 @@ FILE_KEY = "_file"
 INDEX_KEY = "_index"
 # Key added to the manifest by read_manifest: {directory: compression}.
 COMPRESSION_KEY = "_compression"
+ENTITY_TITLES_KEY = "_entity_titles"
 
 
 class InspectError(ValueError):
@@ -110,6 +112,15 @@ def read_manifest(paths: Sequence[str]) -> Optional[Dict[str, Any]]:
   # Compression of each directory's records ("gzip"/"none"; None: the manifest does not say).
   manifest[COMPRESSION_KEY] = {_dirname(p): tfrecord_io.manifest_compression(m)
                                for p, m in found.items()}
+  # Entity titles by id, from the entity vocabulary a pretraining-corpus job writes beside its
+  # records (schemas/entities.py).
+  titles: Dict[int, str] = {}
+  for directory in sorted({_dirname(p) for p in found}):
+    vocab = FileSystems.join(directory, entities_schema.ENTITIES_DIR,
+                             entities_schema.VOCABULARY_FILE)
+    if FileSystems.exists(vocab):
+      titles.update(entities_schema.titles_by_id(entities_schema.read_vocabulary(vocab)))
+  manifest[ENTITY_TITLES_KEY] = titles
   return manifest
 
 
@@ -238,13 +249,14 @@ class Span:
   begin: int
   end: int
   entity_id: int = 0
+  entity_title: str = ""  # from the job's entity vocabulary, when it wrote one
 
   @property
   def label(self) -> str:
     if self.kind == "answer":
       return f"ANS#{self.index}"
     if self.kind == "mention":
-      return f"ENT {self.entity_id}"
+      return f"ENT {self.entity_id}" + (f" {self.entity_title}" if self.entity_title else "")
     return "Q"
 
 
@@ -355,8 +367,10 @@ def build_pack(record: Dict, tokenizer, manifest: Optional[Dict[str, Any]] = Non
     out: Dict[int, List[Span]] = {}
     segs, begins, ends = record[seg_key], record[begin_key], record[end_key]
     entity = record.get("mention_entity_id", [])
+    titles = (manifest or {}).get(ENTITY_TITLES_KEY) or {}
     for k, (s, b, e) in enumerate(zip(segs, begins, ends)):
-      span = Span(kind, k, int(b), int(e), int(entity[k]) if kind == "mention" else 0)
+      entity_id = int(entity[k]) if kind == "mention" else 0
+      span = Span(kind, k, int(b), int(e), entity_id, titles.get(entity_id, ""))
       if not 0 <= s < layout.segments_per_pack or not mask[s]:
         problems.append(f"{span.label} [{b}, {e}] points at segment {s}, which is not a real "
                         "segment")
@@ -530,7 +544,8 @@ def _open_tag(sp: Span) -> str:
   if sp.kind == "answer":
     return (f'<mark class="ans" data-answer="{sp.index}" title="ANS#{sp.index} tokens '
             f'[{sp.begin}, {sp.end}]">')
-  return (f'<span class="ent" data-entity="{sp.entity_id}" title="entity {sp.entity_id} '
+  name = f" {html.escape(sp.entity_title, quote=True)}" if sp.entity_title else ""
+  return (f'<span class="ent" data-entity="{sp.entity_id}" title="entity {sp.entity_id}{name} '
           f'tokens [{sp.begin}, {sp.end}]">')
 
 
@@ -538,7 +553,8 @@ def _close_tag(sp: Span, final: bool) -> str:
   if sp.kind == "answer":
     return "</mark>"
   if sp.kind == "mention" and final:
-    return f"<sup>{sp.entity_id}</sup></span>"
+    name = f" {html.escape(sp.entity_title)}" if sp.entity_title else ""
+    return f"<sup>{sp.entity_id}{name}</sup></span>"
   return "</span>"
 
 
