@@ -104,7 +104,7 @@ def plot_report(report: Dict[str, Any], counts: Sequence[int] = ()) -> bytes:
 def summary_lines(report: Dict[str, Any]) -> List[str]:
   """A few lines for the job's log."""
   c = report["counts"]
-  lines = [f"pages: {c['input']:,} in, {c['written']:,} written, {c['skipped']:,} skipped "
+  lines = [f"input: {c['input']:,}, {c['written']:,} written, {c['skipped']:,} skipped "
            f"({', '.join(f'{k} {v:,}' for k, v in report['skipped_by_reason'].items()) or '-'}),"
            f" {c['rejected']:,} rejected"]
   d = report["distributions"]
