@@ -1,0 +1,621 @@
+"""MediaWiki wikitext -> clean text + entity links (pure Python; ``mwparserfromhell``, no Beam/TF).
+
+:func:`clean` parses a page once (``mwparserfromhell.parse``) and produces, from one walk over the
+node tree, the clean text, every internal article link as a :class:`Link` whose character span is
+exactly its anchor text, the paragraphs with their section titles, the templates and the
+categories of the page.
+
+Cleaning rules (what :func:`clean` keeps and drops):
+
+* Text is kept; HTML entities are decoded (``&nbsp;`` becomes a space after normalisation);
+  behaviour switches (``__TOC__``, ``__NOTOC__``, ...) and stray ``''``/``'''`` runs that the
+  parser left unmatched are removed.
+* ``[[T]]``, ``[[T|anchor]]`` with ``T`` in namespace 0: the anchor is emitted (``anchor`` cleaned
+  recursively; else the title as written minus a leading ``:`` and minus ``#fragment``; the pipe
+  trick ``[[Foo (bar)|]]`` gives ``Foo``, ``[[Seattle, Washington|]]`` gives ``Seattle``) and a
+  :class:`Link` covers it, extended by a link trail of lower-case ``a-z`` (``[[bus]]es``).  A link
+  inside another link's anchor gives text only.  ``[[#Section|x]]`` gives ``x`` (``[[#Section]]``
+  gives ``Section``), no Link.  A target that is not a valid title (``[[{{x}}]]``, ``[[a<b]]``)
+  gives its display text, no Link.
+* File/Image/Media links (namespace 6, -2) are removed with their captions; ``[[Category:X]]`` is
+  removed and ``X`` recorded in ``categories``; interwiki/language links ``[[de:Foo]]`` are
+  removed.  With a leading colon (``[[:Category:X|y]]``, ``[[:de:Foo|x]]``, ``[[:File:F.jpg]]``) and
+  for every other namespace (``[[Wikipedia:Foo|bar]]``) the display text is kept, no Link.
+* Templates, parser functions and template arguments (``{{{1}}}``) are removed; the normalised
+  names of the templates the walk meets (lower case, ``_`` -> space, ``Template:`` dropped; for
+  ``{{NAME:arg}}`` magic words the part before the colon; parser functions ``{{#if:..}}`` are not
+  recorded) go to ``templates``, also those inside dropped sections.
+* Tags: ``<ref>``, ``<references>``, ``<gallery>``, ``<math>``, ``<chem>``, ``<score>``,
+  ``<timeline>``, ``<syntaxhighlight>``, ``<source>``, ``<imagemap>``, ``<templatedata>``,
+  ``<templatestyles>``, ``<graph>``, ``<mapframe>``, ``<includeonly>``, ``<style>``, ``<script>``,
+  HTML ``<table>`` and wiki tables ``{| |}`` are removed with their contents (:data:`DROPPED_TAGS`).
+  Every other tag keeps its contents: bold/italic, ``<b> <i> <small> <span> <sup> <sub> <u> <s>
+  <big> <abbr> <code> <poem> <noinclude> <onlyinclude>``, ``<nowiki>``/``<pre>`` (their literal
+  content, entities decoded).  Block tags (``<div> <p> <blockquote> <center> <li>`` ...) start a
+  new line; ``<br>`` is a newline.  List markers ``* # : ;`` are dropped (the items stay separate
+  lines); ``----`` and comments are removed.
+* External links: ``[http://x.org label]`` -> ``label`` (no Link); ``[http://x.org]`` and bare
+  URLs are removed.
+* ``== Heading ==``: the heading text is its own paragraph and starts a section (the heading's
+  paragraph and the paragraphs after it carry its title; the lead's title is "").  A section whose
+  title (case-insensitive) is in :data:`DROPPED_SECTIONS` is removed, heading included, up to the
+  next heading of the same or a higher level (its templates and categories are still recorded).
+* Whitespace: a whitespace run holding two or more newlines is a paragraph break (``"\\n\\n"``),
+  one newline is a line break (``"\\n"``; lines are kept, also outside lists), any other run
+  (spaces, tabs, NBSP, other Unicode spaces) is one space; lines and paragraphs are stripped,
+  empty ones disappear, and the text has no leading/trailing whitespace.  Link anchors are
+  stripped too; a link whose anchor is empty is dropped.
+* Self mentions (``self_mentions`` and an article ``title``): case-sensitive occurrences of the
+  normalised title or the title as given (``_`` -> space), and of those without a trailing
+  ``(disambiguator)``, that are not preceded/followed by an alphanumeric character and do not
+  overlap a link, become Links to the page itself (target: the normalised title).
+
+Offsets are Python ``str`` indices into ``CleanPage.text`` (code points), exact for any script.
+Malformed markup never raises: what the parser leaves as plain text (an unclosed ``{{`` or ``[[``)
+is kept as text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import html
+import itertools
+import re
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple
+
+import mwparserfromhell
+from mwparserfromhell.nodes import (Argument, Comment, ExternalLink, Heading, HTMLEntity, Tag,
+                                    Template, Text, Wikilink)
+
+DEFAULT_NAMESPACES: Dict[str, int] = {
+    "media": -2, "special": -1, "talk": 1, "user": 2, "user talk": 3,
+    "wikipedia": 4, "wp": 4, "project": 4, "wikipedia talk": 5, "wt": 5, "project talk": 5,
+    "file": 6, "image": 6, "file talk": 7, "image talk": 7,
+    "mediawiki": 8, "mediawiki talk": 9, "template": 10, "template talk": 11,
+    "help": 12, "help talk": 13, "category": 14, "category talk": 15,
+    "portal": 100, "portal talk": 101, "draft": 118, "draft talk": 119,
+    "timedtext": 710, "timedtext talk": 711, "module": 828, "module talk": 829,
+}
+
+# Canonical English names, for Title.full.
+CANONICAL_NAMESPACE_NAMES: Dict[int, str] = {
+    -2: "Media", -1: "Special", 1: "Talk", 2: "User", 3: "User talk", 4: "Wikipedia",
+    5: "Wikipedia talk", 6: "File", 7: "File talk", 8: "MediaWiki", 9: "MediaWiki talk",
+    10: "Template", 11: "Template talk", 12: "Help", 13: "Help talk", 14: "Category",
+    15: "Category talk", 100: "Portal", 101: "Portal talk", 118: "Draft", 119: "Draft talk",
+    710: "TimedText", 711: "TimedText talk", 828: "Module", 829: "Module talk",
+}
+
+_LANGUAGES = """
+  en de fr es it ja zh ru pt pl nl sv uk vi ar fa ca no nb nn fi cs hu ko id tr ro sr sh he da bg
+  el et eu gl hr hy ka kk lt lv ms sk sl th ur hi bn ta te mr ml kn gu pa simple eo la az be
+  be-tarask ceb war arz ast af sq is ga cy mk mn ne si sw tl tt uz yo yue zh-yue zh-min-nan nan
+  zh-classical lzh bs lb oc br an fy io jv su ku ps ht qu ckb ky tg lmo vec scn nap pms sco als
+  gd ia ie ba cv ce mg my km lo am ha ig zu xh so rw mi sm to fj haw hak wuu gan
+""".split()
+_PROJECTS = """
+  w wikipedia-prefix wikt wiktionary commons wikisource s wikiquote q wikibooks b wikinews n
+  wikiversity v wikivoyage voy wikidata d species wikispecies meta metawiki m mw mediawikiwiki
+  phab phabricator foundation wmf wikimedia incubator outreach
+""".split()
+INTERWIKI_PREFIXES: FrozenSet[str] = frozenset(_LANGUAGES + _PROJECTS) - {"wikipedia-prefix"}
+
+DEFAULT_DISAMBIGUATION_TEMPLATES: FrozenSet[str] = frozenset({
+    "disambiguation", "disambig", "dab", "disamb", "dbig", "dis", "hndis", "hndisambig",
+    "geodis", "surname", "given name", "set index article", "sia", "human name disambiguation",
+    "place name disambiguation", "disambiguation cleanup", "disambig-cleanup", "numberdis",
+    "number disambiguation", "roaddis", "road disambiguation", "school disambiguation",
+    "hospital disambiguation", "mil-unit-dis", "letter-number combination disambiguation",
+    "lnd", "species latin name disambiguation", "genus disambiguation", "taxonomy disambiguation",
+    "call sign disambiguation", "chinese title disambiguation", "airport disambiguation",
+    "math disambiguation", "mathdab", "ship index", "shipindex", "mountain index",
+    "mountainindex", "sport index", "sportindex", "lake index", "storm index", "plant common name",
+    "molecular formula index", "chemistry index", "enzyme index", "fish common name",
+})
+
+DROPPED_SECTIONS: FrozenSet[str] = frozenset({
+    "references", "external links", "see also", "further reading", "notes", "bibliography",
+    "sources", "citations", "notes and references", "references and notes", "footnotes",
+})
+
+# Tags removed together with their contents (lower-case tag names).
+DROPPED_TAGS: FrozenSet[str] = frozenset({
+    "ref", "references", "gallery", "math", "chem", "ce", "score", "timeline", "syntaxhighlight",
+    "source", "imagemap", "templatedata", "templatestyles", "graph", "mapframe", "maplink",
+    "inputbox", "categorytree", "includeonly", "style", "script", "table", "tr", "td", "th",
+    "caption", "hiero", "indicator", "charinsert", "ul-references",
+})
+# Tags whose contents start and end a line.
+_BLOCK_TAGS = frozenset({
+    "div", "p", "blockquote", "center", "li", "ul", "ol", "dl", "dd", "dt", "h1", "h2", "h3",
+    "h4", "h5", "h6", "poem",
+})
+
+_INVALID_TITLE_CHARS = frozenset("<>[]{}|")
+_SPACES = re.compile(r"[\s_]+")
+_PARENTHETICAL = re.compile(r"\s*\([^()]*\)\s*$")
+_BEHAVIOUR_SWITCH = re.compile(r"__[A-Z]+__")
+_APOSTROPHES = re.compile(r"'{2,}")
+_TRAIL = re.compile(r"[a-z]+")
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
+# Whitespace runs to rewrite: longer than one char, a single non-" " whitespace char, or a
+# single " " at either end of the text.
+_WS = re.compile(r"\s{2,}|[^\S ]|^ | \Z")
+_REDIRECT = re.compile(r"\s*#redirect\s*:?\s*\[\[([^\[\]|]*)(?:\|[^\[\]]*)?\]\]", re.I)
+
+
+@dataclass(frozen=True)
+class Namespaces:
+  """A wiki's namespace table: lower-cased names and aliases -> namespace id, and its title case
+  rule (``<case>first-letter</case>`` in ``<siteinfo>``; ``case-sensitive`` -> False)."""
+  names: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_NAMESPACES))
+  first_letter_case: bool = True
+
+  @classmethod
+  def default(cls) -> "Namespaces":
+    """English Wikipedia's table (:data:`DEFAULT_NAMESPACES`), first-letter case."""
+    return _DEFAULT
+
+
+_DEFAULT = Namespaces(names=dict(DEFAULT_NAMESPACES), first_letter_case=True)
+
+
+@dataclass(frozen=True)
+class Title:
+  """A normalised link target: its namespace id and its title without the namespace prefix."""
+  namespace: int
+  text: str
+
+  @property
+  def full(self) -> str:
+    """``text`` for namespace 0, else ``"<canonical English name>:<text>"`` (``"ns<id>:..."`` for a
+    namespace without an English canonical name)."""
+    if self.namespace == 0:
+      return self.text
+    name = CANONICAL_NAMESPACE_NAMES.get(self.namespace, f"ns{self.namespace}")
+    return f"{name}:{self.text}"
+
+
+@dataclass(frozen=True)
+class Link:
+  """An internal link (or self mention): ``CleanPage.text[begin:end] == anchor``; ``target`` is
+  the normalised namespace-0 title (not redirect-resolved)."""
+  begin: int
+  end: int
+  target: str
+  anchor: str
+
+
+@dataclass(frozen=True)
+class CleanPage:
+  """The result of :func:`clean`.
+
+  ``links`` are sorted by ``begin`` and do not overlap.  ``paragraphs`` are ``(begin, end,
+  section title)`` of every paragraph (text between ``"\\n\\n"``), in order, lead section "".
+  ``templates``: normalised names of the templates met, in page order, with repeats.
+  ``categories``: category titles (normalised, without ``Category:``), in page order."""
+  text: str
+  links: Tuple[Link, ...]
+  paragraphs: Tuple[Tuple[int, int, str], ...]
+  templates: Tuple[str, ...]
+  categories: Tuple[str, ...]
+
+
+# ---------------------------------------------------------------------------------------------
+# Titles
+
+_PAGE, _FRAGMENT, _INTERWIKI, _INVALID = 0, 1, 2, 3
+
+
+def _parse_target(raw: str, namespaces: Namespaces) -> Tuple[int, Optional[Title], bool]:
+  """(kind, title or None, leading colon) of a link target as written."""
+  s = raw
+  if "&" in s:
+    s = html.unescape(s)
+  if "%" in s:
+    try:
+      s = urllib.parse.unquote(s, errors="strict")
+    except UnicodeDecodeError:
+      pass
+  s = _SPACES.sub(" ", s).strip()
+  colon = False
+  if s.startswith(":"):
+    colon = True
+    s = s[1:].lstrip()
+  hash_at = s.find("#")
+  if hash_at >= 0:
+    if hash_at == 0:
+      return _FRAGMENT, None, colon
+    s = s[:hash_at].rstrip()
+  ns = 0
+  colon_at = s.find(":")
+  if colon_at > 0:
+    prefix = s[:colon_at].strip().lower()
+    key = namespaces.names.get(prefix)
+    if key is not None:
+      ns = key
+      s = s[colon_at + 1:].strip()
+    elif prefix in INTERWIKI_PREFIXES:
+      return _INTERWIKI, None, colon
+  if not s or not _INVALID_TITLE_CHARS.isdisjoint(s):
+    return _INVALID, None, colon
+  if namespaces.first_letter_case:
+    first = s[0].upper()
+    if len(first) == 1:
+      s = first + s[1:]
+  return _PAGE, Title(ns, s), colon
+
+
+def normalize_title(raw: str, namespaces: Optional[Namespaces] = None) -> Optional[Title]:
+  """MediaWiki title normalisation of a link target or page title as written.
+
+  HTML entities are decoded (``&amp;``, ``&nbsp;``, ``&#39;``); percent-encoding is decoded only
+  if the result is valid UTF-8; underscores become spaces, runs of whitespace (NBSP, tabs, ...)
+  one space, and the title is stripped.  A ``#fragment`` is dropped; a target that is only a
+  fragment (``#Section``) -> None.  One leading ``:`` is removed (``:Category:X`` is the page
+  Category:X, namespace 14).  A prefix before the first ``:`` that is a namespace name or alias
+  (case-insensitive, surrounding spaces ignored) sets the namespace and is removed; an
+  interwiki/language prefix (:data:`INTERWIKI_PREFIXES`) -> None.  With
+  ``namespaces.first_letter_case`` the first character is upper-cased (kept as is when its
+  upper case is several characters, e.g. ``ß``); the rest is unchanged.  An empty title, or one
+  containing any of ``< > [ ] { } |`` -> None.
+  """
+  kind, title, _ = _parse_target(raw, namespaces or _DEFAULT)
+  return title if kind == _PAGE else None
+
+
+def redirect_target(wikitext: str, namespaces: Optional[Namespaces] = None) -> Optional[Title]:
+  """The target of a redirect page (``#REDIRECT [[X]]``, any case, also ``#redirect:[[X]]``, at
+  the start of the page), normalised; None for other pages or an invalid/interwiki target."""
+  m = _REDIRECT.match(wikitext)
+  if m is None:
+    return None
+  return normalize_title(m.group(1), namespaces)
+
+
+def is_disambiguation(title: str, page: CleanPage,
+                      templates: FrozenSet[str] = DEFAULT_DISAMBIGUATION_TEMPLATES,
+                      title_suffix: bool = True) -> bool:
+  """True when the page uses a disambiguation template (a name in ``templates``, or any name
+  ending with "disambiguation"), or (``title_suffix``) its title ends with "(disambiguation)"
+  (case-insensitive, ``_`` as space)."""
+  for name in page.templates:
+    if name in templates or name.endswith("disambiguation"):
+      return True
+  if title_suffix:
+    return _SPACES.sub(" ", title).strip().lower().endswith("(disambiguation)")
+  return False
+
+
+def _template_name(node: Template) -> Optional[str]:
+  nodes = node.name.nodes
+  if len(nodes) == 1 and nodes[0].__class__ is Text:
+    raw = nodes[0].value
+  else:
+    raw = _COMMENT.sub("", str(node.name))
+  name = _SPACES.sub(" ", raw).strip().lower()
+  if not name or name.startswith("#"):
+    return None
+  colon_at = name.find(":")
+  if colon_at >= 0:
+    prefix = name[:colon_at].strip()
+    name = name[colon_at + 1:].strip() if prefix == "template" else prefix
+  return name or None
+
+
+# ---------------------------------------------------------------------------------------------
+# The walk
+
+
+class _Walker:
+  """Walks the node tree once, appending raw text pieces to ``out``; spans are recorded as
+  indices into ``out`` and turned into character offsets afterwards."""
+
+  def __init__(self, namespaces: Namespaces):
+    self.namespaces = namespaces
+    self.out: List[str] = []
+    self.links: List[list] = []  # [first piece, end piece, target]
+    self.headings: List[Tuple[int, str]] = []  # (first piece of the heading text, title)
+    self.templates: List[str] = []
+    self.categories: List[str] = []
+    self.in_link = 0
+    self.drop_level = 0  # > 0 while inside a dropped section
+    self.handlers = {
+        Wikilink: self.wikilink, Template: self.template, Tag: self.tag,
+        Heading: self.heading, ExternalLink: self.external_link, HTMLEntity: self.entity,
+        Comment: None, Argument: None,
+    }
+
+  def walk(self, nodes) -> None:
+    out = self.out
+    handlers = self.handlers
+    trail = None  # the Link record a following link trail extends
+    for node in nodes:
+      cls = node.__class__
+      if self.drop_level:
+        if cls is Heading and node.level <= self.drop_level:
+          self.drop_level = 0
+        else:
+          self.record_only(node)
+          continue
+      if cls is Text:
+        value = node.value
+        if trail is not None:
+          m = _TRAIL.match(value)
+          if m is not None:
+            out.append(m.group())
+            trail[1] = len(out)
+            value = value[m.end():]
+          trail = None
+        if "__" in value:
+          value = _BEHAVIOUR_SWITCH.sub("", value)
+        if "''" in value:
+          value = _APOSTROPHES.sub("", value)
+        out.append(value)
+        continue
+      handler = handlers.get(cls)
+      trail = handler(node) if handler is not None else None
+
+  def record_only(self, node) -> None:
+    """Inside a dropped section: keep the page's templates and categories."""
+    cls = node.__class__
+    if cls is Template:
+      name = _template_name(node)
+      if name:
+        self.templates.append(name)
+    elif cls is Wikilink:
+      kind, title, colon = _parse_target(str(node.title), self.namespaces)
+      if kind == _PAGE and title.namespace == 14 and not colon:
+        self.categories.append(title.text)
+
+  def emit_walk(self, wikicode) -> None:
+    self.in_link += 1
+    self.walk(wikicode.nodes)
+    self.in_link -= 1
+
+  def wikilink(self, node: Wikilink):
+    nodes = node.title.nodes
+    raw = nodes[0].value if len(nodes) == 1 and nodes[0].__class__ is Text else str(node.title)
+    kind, title, colon = _parse_target(raw, self.namespaces)
+    text = node.text
+    if kind == _PAGE:
+      ns = title.namespace
+      if ns != 0:
+        if not colon and (ns == 6 or ns == -2):
+          return None
+        if not colon and ns == 14:
+          self.categories.append(title.text)
+          return None
+      elif not self.in_link:
+        out = self.out
+        begin = len(out)
+        if text is None:
+          out.append(_display(raw))
+        elif text.nodes:
+          self.emit_walk(text)
+        else:
+          out.append(_pipe_trick(raw))
+        if len(out) == begin:
+          return None
+        record = [begin, len(out), title.text]
+        self.links.append(record)
+        return record
+    elif kind == _INTERWIKI and not colon:
+      return None
+    # Text only: other namespaces, fragment-only and invalid targets, links inside anchors.
+    if text is None:
+      self.out.append(_display(raw))
+    elif text.nodes:
+      self.emit_walk(text)
+    else:
+      self.out.append(_pipe_trick(raw))
+    return None
+
+  def template(self, node: Template) -> None:
+    name = _template_name(node)
+    if name:
+      self.templates.append(name)
+
+  def tag(self, node: Tag) -> None:
+    markup = node.wiki_markup
+    if markup is not None:
+      if markup == "''" or markup == "'''":
+        if node.contents is not None:
+          self.walk(node.contents.nodes)
+      return None  # '{|' tables, list markers, '----'
+    tag_nodes = node.tag.nodes
+    if len(tag_nodes) == 1 and tag_nodes[0].__class__ is Text:
+      name = tag_nodes[0].value.strip().lower()
+    else:
+      name = str(node.tag).strip().lower()
+    if name in DROPPED_TAGS:
+      return None
+    if name == "br":
+      self.out.append("\n")
+      return None
+    contents = node.contents
+    if name in _BLOCK_TAGS:
+      self.out.append("\n")
+      if contents is not None:
+        self.walk(contents.nodes)
+      self.out.append("\n")
+    elif contents is not None:
+      self.walk(contents.nodes)
+    return None
+
+  def heading(self, node: Heading) -> None:
+    out = self.out
+    start, num_links = len(out), len(self.links)
+    out.append("\n\n")
+    mark = len(out)
+    self.walk(node.title.nodes)
+    title = " ".join("".join(out[mark:]).split())
+    if title.lower() in DROPPED_SECTIONS:
+      del out[start:]
+      del self.links[num_links:]
+      self.drop_level = node.level
+      return None
+    out.append("\n\n")
+    self.headings.append((mark, title))
+    return None
+
+  def external_link(self, node: ExternalLink) -> None:
+    if node.brackets and node.title is not None:
+      self.emit_walk(node.title)
+    return None
+
+  def entity(self, node: HTMLEntity) -> None:
+    try:
+      self.out.append(node.normalize())
+    except (ValueError, OverflowError):
+      self.out.append(str(node))
+    return None
+
+
+def _display(raw: str) -> str:
+  """The visible text of ``[[raw]]``: minus a leading ':' and a '#fragment', entities decoded,
+  stripped (underscores are kept, as MediaWiki shows them)."""
+  s = raw.lstrip()
+  if s.startswith(":"):
+    s = s[1:]
+  hash_at = s.find("#")
+  if hash_at > 0:
+    s = s[:hash_at]
+  elif hash_at == 0:
+    s = s[1:]
+  if "&" in s:
+    s = html.unescape(s)
+  return s.strip()
+
+
+def _pipe_trick(raw: str) -> str:
+  """``[[Foo (bar)|]]`` -> "Foo", ``[[Seattle, Washington|]]`` -> "Seattle",
+  ``[[Help:Foo|]]`` -> "Foo"."""
+  s = _display(raw)
+  colon_at = s.find(":")
+  if colon_at > 0:
+    s = s[colon_at + 1:]
+  stripped = _PARENTHETICAL.sub("", s)
+  if stripped != s:
+    return stripped
+  comma = s.find(", ")
+  return s[:comma] if comma > 0 else s
+
+
+# ---------------------------------------------------------------------------------------------
+# Whitespace normalisation with offset mapping
+
+
+def _normalise(raw: str):
+  """(text, mapper): ``mapper(p, is_end)`` maps a raw offset to a text offset.  An offset inside
+  a rewritten whitespace run maps after it (a begin) or before it (an end)."""
+  n = len(raw)
+  pieces: List[str] = []
+  starts: List[int] = []  # raw match starts
+  table: List[Tuple[int, int, int]] = []  # (raw match end, text start, replacement length)
+  last = 0
+  pos = 0
+  for m in _WS.finditer(raw):
+    ms, me = m.span()
+    if ms == 0 or me == n:
+      rep = ""
+    else:
+      newlines = raw.count("\n", ms, me)
+      rep = " " if newlines == 0 else ("\n" if newlines == 1 else "\n\n")
+    pieces.append(raw[last:ms])
+    pos += ms - last
+    starts.append(ms)
+    table.append((me, pos, len(rep)))
+    pieces.append(rep)
+    pos += len(rep)
+    last = me
+  if not starts:
+    return raw, lambda p, is_end: p
+  pieces.append(raw[last:])
+  text = "".join(pieces)
+
+  def mapper(p: int, is_end: bool) -> int:
+    i = bisect.bisect_right(starts, p) - 1
+    if i < 0:
+      return p
+    me, out_start, rep_len = table[i]
+    if p >= me:
+      return out_start + rep_len + (p - me)
+    if p == starts[i] or is_end:
+      return out_start
+    return out_start + rep_len
+
+  return text, mapper
+
+
+def _self_mention_pattern(title: Title, given: str) -> re.Pattern:
+  """Matches the normalised title, the title as given (``_`` -> space; differs for first-letter
+  case: "iPhone" vs "IPhone"), and both without a trailing "(disambiguator)", at word bounds."""
+  names = set()
+  for name in (title.text, _SPACES.sub(" ", given).strip()):
+    if name and _INVALID_TITLE_CHARS.isdisjoint(name):
+      names.add(name)
+      stripped = _PARENTHETICAL.sub("", name).strip()
+      if stripped:
+        names.add(stripped)
+  alternatives = "|".join(re.escape(s) for s in sorted(names, key=len, reverse=True))
+  return re.compile(r"(?<![^\W_])(?:" + alternatives + r")(?![^\W_])")
+
+
+def clean(wikitext: str, title: str = "", namespaces: Optional[Namespaces] = None,
+          self_mentions: bool = True) -> CleanPage:
+  """The clean text, links, paragraphs, templates and categories of one page's wikitext (rules in
+  the module docstring).  ``title`` (the page title as written) enables self mentions."""
+  namespaces = namespaces or _DEFAULT
+  walker = _Walker(namespaces)
+  walker.walk(mwparserfromhell.parse(wikitext).nodes)
+  out = walker.out
+  cum = [0]
+  cum.extend(itertools.accumulate(map(len, out)))
+  raw = "".join(out)
+  text, mapper = _normalise(raw)
+
+  links: List[Link] = []
+  for first, end_piece, target in walker.links:
+    b = mapper(cum[first], False)
+    e = mapper(cum[end_piece], True)
+    while b < e and text[b].isspace():
+      b += 1
+    while e > b and text[e - 1].isspace():
+      e -= 1
+    if b < e:
+      links.append(Link(b, e, target, text[b:e]))
+
+  if self_mentions and title:
+    page = normalize_title(title, namespaces)
+    if page is not None and page.namespace == 0:
+      pattern = _self_mention_pattern(page, title)
+      extra = []
+      j, num = 0, len(links)
+      for m in pattern.finditer(text):
+        b, e = m.span()
+        while j < num and links[j].end <= b:
+          j += 1
+        if j < num and links[j].begin < e:
+          continue
+        extra.append(Link(b, e, page.text, m.group()))
+      if extra:
+        links.extend(extra)
+        links.sort(key=lambda l: l.begin)
+
+  headings = [(mapper(cum[mark], False), name) for mark, name in walker.headings]
+  paragraphs = []
+  h, num_headings, section = 0, len(headings), ""
+  pos = 0
+  for para in text.split("\n\n"):
+    end = pos + len(para)
+    if para:
+      while h < num_headings and headings[h][0] <= pos:
+        section = headings[h][1]
+        h += 1
+      paragraphs.append((pos, end, section))
+    pos = end + 2
+  return CleanPage(text=text, links=tuple(links), paragraphs=tuple(paragraphs),
+                   templates=tuple(walker.templates), categories=tuple(walker.categories))

@@ -1,0 +1,438 @@
+"""Wikitext -> clean text + links: exact outputs on hand-made pages, invariants on random ones."""
+
+import bz2
+import os
+import random
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from pipelines.text import wikitext
+from pipelines.text.wikitext import Link, Namespaces, Title, clean, normalize_title
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLE = os.path.join(ROOT, "..", "shared", "samples", "wikipedia",
+                      "enwiki-table-markup.xml.bz2")
+
+
+def check(page):
+  """The invariants every CleanPage satisfies; returns the page."""
+  text = page.text
+  assert text == text.strip()
+  assert "\n\n\n" not in text
+  previous_end = 0
+  for link in page.links:
+    assert isinstance(link, Link)
+    assert 0 <= link.begin < link.end <= len(text)
+    assert text[link.begin:link.end] == link.anchor
+    assert link.anchor == link.anchor.strip()
+    assert link.begin >= previous_end, "links overlap or are unsorted"
+    previous_end = link.end
+  previous_end = 0
+  for begin, end, section in page.paragraphs:
+    assert previous_end <= begin < end <= len(text)
+    assert isinstance(section, str)
+    assert text[begin:end] == text[begin:end].strip()
+    assert "\n\n" not in text[begin:end]
+    previous_end = end
+  covered = "\n\n".join(text[b:e] for b, e, _ in page.paragraphs)
+  assert covered == text
+  return page
+
+
+def spans(page):
+  return [(l.anchor, l.target) for l in page.links]
+
+
+# --- normalize_title --------------------------------------------------------------------------
+
+def test_normalize_title_basic_forms():
+  assert normalize_title("albert_Einstein") == Title(0, "Albert Einstein")
+  assert normalize_title("  Albert \t Einstein  ") == Title(0, "Albert Einstein")
+  assert normalize_title("Albert&nbsp;Einstein") == Title(0, "Albert Einstein")
+  assert normalize_title("AT&amp;T") == Title(0, "AT&T")
+  assert normalize_title("Rock &#39;n&#39; roll") == Title(0, "Rock 'n' roll")
+  assert normalize_title("Caf%C3%A9") == Title(0, "Café")
+  assert normalize_title("100%25_pure") == Title(0, "100% pure")
+  assert normalize_title("Bad%FFbyte") == Title(0, "Bad%FFbyte")  # not UTF-8: kept
+  assert normalize_title("iPhone") == Title(0, "IPhone")
+  assert normalize_title("ßtraße") == Title(0, "ßtraße")  # upper() is two characters
+  assert normalize_title("émile") == Title(0, "Émile")
+  assert normalize_title("东京") == Title(0, "东京")
+  assert normalize_title("Star Wars: Episode IV") == Title(0, "Star Wars: Episode IV")
+
+
+def test_normalize_title_namespaces_and_prefixes():
+  assert normalize_title("Category:Living people") == Title(14, "Living people")
+  assert normalize_title("category : living_people") == Title(14, "Living people")
+  assert normalize_title(":Category:X") == Title(14, "X")
+  assert normalize_title("Image:Foo.jpg") == Title(6, "Foo.jpg")
+  assert normalize_title("File:Foo.jpg") == Title(6, "Foo.jpg")
+  assert normalize_title("WP:NPOV") == Title(4, "NPOV")
+  assert normalize_title("Project:About") == Title(4, "About")
+  assert normalize_title("user talk:Bob") == Title(3, "Bob")
+  assert normalize_title("Media:Sound.ogg") == Title(-2, "Sound.ogg")
+  assert normalize_title("de:Berlin") is None
+  assert normalize_title(":de:Berlin") is None
+  assert normalize_title("wikt:house") is None
+  assert normalize_title("Commons:Main Page") is None
+  assert normalize_title(":Foo") == Title(0, "Foo")
+  assert normalize_title("Category:X").full == "Category:X"
+  assert normalize_title("image:y.png").full == "File:Y.png"
+  assert normalize_title("Foo").full == "Foo"
+
+
+def test_normalize_title_fragments_and_invalid():
+  assert normalize_title("Paris#History") == Title(0, "Paris")
+  assert normalize_title("Paris #History") == Title(0, "Paris")
+  assert normalize_title("#History") is None
+  assert normalize_title("") is None
+  assert normalize_title("   ") is None
+  assert normalize_title("Category:") is None
+  for bad in ("a<b", "a>b", "a[b", "a]b", "a{b", "a}b", "a|b", "{{PAGENAME}}"):
+    assert normalize_title(bad) is None, bad
+
+
+def test_normalize_title_case_sensitive_and_custom_namespaces():
+  ns = Namespaces(names={"kategorie": 14, "datei": 6}, first_letter_case=False)
+  assert normalize_title("iPhone", ns) == Title(0, "iPhone")
+  assert normalize_title("Kategorie:stadt", ns) == Title(14, "stadt")
+  assert normalize_title("Category:stadt", ns) == Title(0, "Category:stadt")
+  assert Namespaces.default().names["image"] == 6
+  assert Namespaces.default().first_letter_case is True
+
+
+# --- links --------------------------------------------------------------------------------------
+
+def test_plain_piped_pipe_trick_and_trail():
+  page = check(clean("A [[dog]] met [[Cat (animal)|a cat]] near [[Foo (bar)|]] and "
+                     "[[Seattle, Washington|]] on [[bus]]es.", self_mentions=False))
+  assert page.text == "A dog met a cat near Foo and Seattle on buses."
+  assert page.links == (
+      Link(2, 5, "Dog", "dog"), Link(10, 15, "Cat (animal)", "a cat"),
+      Link(21, 24, "Foo (bar)", "Foo"), Link(29, 36, "Seattle, Washington", "Seattle"),
+      Link(40, 45, "Bus", "buses"))
+
+
+def test_link_display_forms():
+  page = check(clean("[[Paris#History]], [[Paris#History|its past]], [[#Early life|early]], "
+                     "[[#Death]], [[ Paris_France ]]!"))
+  assert page.text == "Paris, its past, early, Death, Paris_France!"
+  assert spans(page) == [("Paris", "Paris"), ("its past", "Paris"),
+                         ("Paris_France", "Paris France")]
+  assert page.links[2] == Link(31, 43, "Paris France", "Paris_France")
+
+
+def test_trail_only_lowercase_ascii_and_not_after_space():
+  page = check(clean("[[Dog]]s, [[Dog]]S, [[Dog]] s, [[Dog]]é"))
+  assert page.text == "Dogs, DogS, Dog s, Dogé"
+  assert [l.anchor for l in page.links] == ["Dogs", "Dog", "Dog", "Dog"]
+
+
+def test_formatting_inside_anchor():
+  page = check(clean("See [[Hamlet|''Hamlet'' by '''Shakespeare''']] now."))
+  assert page.text == "See Hamlet by Shakespeare now."
+  assert page.links == (Link(4, 25, "Hamlet", "Hamlet by Shakespeare"),)
+
+
+def test_nested_link_inside_anchor_gives_one_link():
+  page = check(clean("x [[Foo|a [[Bar]] b]] y"))
+  assert page.text == "x a Bar b y"
+  assert page.links == (Link(2, 9, "Foo", "a Bar b"),)
+
+
+def test_file_links_removed_with_caption_links():
+  page = check(clean("Before [[File:Cat.jpg|thumb|A [[cat]] in [[Paris]]]] after "
+                     "[[Image:x.png|left]] and [[media:Sound.ogg]] [[dog]]."))
+  assert page.text == "Before after and dog."
+  assert page.links == (Link(17, 20, "Dog", "dog"),)
+
+
+def test_categories_and_namespace_links():
+  page = check(clean("Text [[Category:Living people|Smith]] [[category:Cats]] more "
+                     "[[:Category:Dogs|dog list]] and [[Wikipedia:About|about]] "
+                     "[[Help:Contents]] [[:File:F.jpg]]."))
+  assert page.text == "Text more dog list and about Help:Contents File:F.jpg."
+  assert page.links == ()
+  assert page.categories == ("Living people", "Cats")
+
+
+def test_interwiki_links():
+  page = check(clean("Berlin [[de:Berlin]] is [[:de:Berlin|big]] and [[wikt:house|houses]] "
+                     "[[:wikt:house]]."))
+  assert page.text == "Berlin is big and wikt:house."
+  assert page.links == ()
+
+
+def test_invalid_target_keeps_display_text():
+  page = check(clean("a [[{{PAGENAME}}|here]] b [[x<y]] c"))
+  assert page.text == "a here b [[x<y]] c"  # not a link for the parser either: raw text
+  assert page.links == ()
+
+
+# --- templates, tags, tables ----------------------------------------------------------------
+
+def test_templates_removed_and_recorded():
+  page = check(clean("{{Infobox person\n| name = {{lang|de|Hans}}\n| spouse = [[Anna]]\n}}\n"
+                     "'''Hans''' was a [[painter]].{{citation needed|date=May 2020}} "
+                     "{{#if:x|[[y]]}}{{DEFAULTSORT:Hans}}{{Template:Short_description|x}}"
+                     "{{{1|[[z]]}}}"))
+  assert page.text == "Hans was a painter."
+  assert page.links == (Link(11, 18, "Painter", "painter"),)
+  assert page.templates == ("infobox person", "citation needed", "defaultsort",
+                            "short description")
+
+
+def test_table_removed():
+  page = check(clean("Intro [[a]].\n{| class=\"wikitable\"\n|-\n! Head\n|-\n| [[Cell link]] || "
+                     "x\n|}\nAfter [[b]]."))
+  assert page.text == "Intro a.\n\nAfter b."
+  assert [l.anchor for l in page.links] == ["a", "b"]
+  assert "Cell" not in page.text
+
+
+def test_refs_comments_and_code_tags():
+  page = check(clean("A<ref>See [[Smith]] 2001.</ref> b<ref name=\"x\" /> c<!-- [[hidden]] -->"
+                     " d<math>x^2</math> e<gallery>\nF.jpg|[[g]]\n</gallery> f"
+                     "<references/>"))
+  assert page.text == "A b c d e f"
+  assert page.links == ()
+
+
+def test_text_like_tags_kept():
+  page = check(clean("<b>bold</b> <i>[[it]]</i> <small>s</small> <span style=\"x\">sp</span> "
+                     "x<sup>2</sup> <nowiki>[[raw]] &amp;</nowiki> <pre>p [[q]]</pre>"
+                     "<br>line<br/>two __NOTOC__"))
+  assert page.text == "bold it s sp x2 [[raw]] & p [[q]]\nline\ntwo"
+  assert page.links == (Link(5, 7, "It", "it"),)
+
+
+def test_external_links_and_entities():
+  page = check(clean("Go [http://x.org the site] or [http://y.org] or http://z.org now.&nbsp;"
+                     "A&nbsp;B&amp;C&#8212;D"))
+  assert page.text == "Go the site or or now. A B&C\u2014D"
+  assert page.links == ()
+
+
+def test_behaviour_switches_and_stray_quotes():
+  page = check(clean("__TOC__\nA '''bold [[x]]\n__NOTOC__"))
+  assert page.text == "A bold x"
+  assert page.links == (Link(7, 8, "X", "x"),)
+
+
+# --- structure ----------------------------------------------------------------------------------
+
+def test_headings_start_sections():
+  page = check(clean("Lead [[a]].\n\n== Early life ==\nBorn.\n\nGrew.\n=== [[Paris]] years ===\n"
+                     "Lived.\n== Career ==\nWorked."))
+  assert page.text == ("Lead a.\n\nEarly life\n\nBorn.\n\nGrew.\n\nParis years\n\nLived.\n\n"
+                       "Career\n\nWorked.")
+  t = page.text
+  assert [(t[b:e], s) for b, e, s in page.paragraphs] == [
+      ("Lead a.", ""), ("Early life", "Early life"), ("Born.", "Early life"),
+      ("Grew.", "Early life"), ("Paris years", "Paris years"), ("Lived.", "Paris years"),
+      ("Career", "Career"), ("Worked.", "Career")]
+  assert [l.anchor for l in page.links] == ["a", "Paris"]
+
+
+def test_dropped_sections():
+  page = check(clean("Body.\n== See also ==\n* [[Other]]\n== History ==\nOld.\n"
+                     "== References ==\n{{Reflist}}\n=== Sub ===\nsub text\n"
+                     "== External links ==\n* [http://x.org site]\n{{Disambiguation}}\n"
+                     "[[Category:Things]]\n"))
+  assert page.text == "Body.\n\nHistory\n\nOld."
+  assert page.links == ()
+  assert page.templates == ("reflist", "disambiguation")
+  assert page.categories == ("Things",)
+  assert [s for _, _, s in page.paragraphs] == ["", "History", "History"]
+
+
+def test_dropped_sections_configurable(monkeypatch):
+  monkeypatch.setattr(wikitext, "DROPPED_SECTIONS", frozenset({"history"}))
+  page = check(clean("Body.\n== History ==\nOld.\n== References ==\nRef."))
+  assert page.text == "Body.\n\nReferences\n\nRef."
+
+
+def test_lists_and_rules():
+  page = check(clean("Items:\n* one [[a]]\n* two\n** deep\n# num\n; term\n: def\n----\nEnd."))
+  assert page.text == "Items:\none a\ntwo\ndeep\nnum\nterm\ndef\n\nEnd."
+  assert page.links == (Link(11, 12, "A", "a"),)
+
+
+def test_whitespace_normalisation_and_empty_paragraphs():
+  page = check(clean("  {{tpl}}\n\n  First \t line  [[ x ]]  \nsecond   line \n{{only template}}"
+                     "\n\n\n\n{{x}}\n\n Last.\u00a0\u00a0 "))
+  assert page.text == "First line x\nsecond line\n\nLast."
+  assert page.links == (Link(11, 12, "X", "x"),)
+  assert page.paragraphs == ((0, 24, ""), (26, 31, ""))
+
+
+def test_anchor_with_spaces_is_stripped_and_blank_anchor_dropped():
+  page = check(clean("a [[Foo|  spaced  ]] b [[Bar| ]] c [[Baz|<ref>r</ref>]] d [[Qux| q ]]."))
+  assert page.text == "a spaced b c d q ."
+  assert page.links == (Link(2, 8, "Foo", "spaced"), Link(15, 16, "Qux", "q"))
+
+
+def test_cjk_and_emoji_offsets():
+  page = check(clean("東京は[[日本]]の首都です。🎉🎉 [[Café|カフェ]]と👍🏽[[z̃ebra]]s。"))
+  assert page.text == "東京は日本の首都です。🎉🎉 カフェと👍🏽z̃ebras。"
+  assert page.links == (Link(3, 5, "日本", "日本"), Link(14, 17, "Café", "カフェ"),
+                        Link(20, 27, "Z̃ebra", "z̃ebras"))
+
+
+# --- self mentions ------------------------------------------------------------------------------
+
+def test_self_mentions():
+  text = ("'''Mercury''' is a planet. Mercury (planet) orbits; Mercurys no, xMercury no, "
+          "[[Mercury (element)|Mercury]] the metal, mercury no. Mercury.")
+  page = check(clean(text, "Mercury_(planet)"))
+  assert page.text == ("Mercury is a planet. Mercury (planet) orbits; Mercurys no, xMercury no, "
+                       "Mercury the metal, mercury no. Mercury.")
+  assert page.links == (
+      Link(0, 7, "Mercury (planet)", "Mercury"),
+      Link(21, 37, "Mercury (planet)", "Mercury (planet)"),
+      Link(72, 79, "Mercury (element)", "Mercury"),
+      Link(103, 110, "Mercury (planet)", "Mercury"))
+  assert clean(text, "Mercury (planet)", self_mentions=False).links == (
+      Link(72, 79, "Mercury (element)", "Mercury"),)
+  assert check(clean("Ab ab_x Ab.", "Ab")).links == (Link(0, 2, "Ab", "Ab"),
+                                                       Link(8, 10, "Ab", "Ab"))
+  assert clean("Talk about it.", "Talk:Foo").links == ()
+  assert check(clean("The iPhone and IPhone.", "iPhone")).links == (
+      Link(4, 10, "IPhone", "iPhone"), Link(15, 21, "IPhone", "IPhone"))
+  assert check(clean("Long Title here; Long.", "Long_Title")).links == (
+      Link(0, 10, "Long Title", "Long Title"),)
+
+
+# --- redirects and disambiguation -------------------------------------------------------------
+
+def test_redirect_target():
+  rt = wikitext.redirect_target
+  assert rt("#REDIRECT [[Albert Einstein]]") == Title(0, "Albert Einstein")
+  assert rt("#redirect [[albert_einstein#Life|x]]\n{{R from move}}") == Title(0,
+                                                                            "Albert einstein")
+  assert rt("  #Redirect:[[Foo]]") == Title(0, "Foo")
+  assert rt("#REDIRECT[[Category:Cats]]") == Title(14, "Cats")
+  assert rt("#REDIRECT [[de:Berlin]]") is None
+  assert rt("#REDIRECT [[#Section]]") is None
+  assert rt("Some text. #REDIRECT [[Foo]]") is None
+  assert rt("#REDIRECT Foo") is None
+  assert rt("") is None
+
+
+def test_is_disambiguation():
+  dab = wikitext.is_disambiguation
+  assert dab("Mercury", clean("'''Mercury''' may refer to:\n* [[Planet]]\n{{Disambiguation}}"))
+  assert dab("Smith", clean("* [[John Smith]]\n{{hndis|Smith}}"))
+  assert dab("X", clean("* [[Y]]\n{{Dab}}"))
+  assert dab("X", clean("* [[Y]]\n{{Place name disambiguation}}"))
+  assert dab("X", clean("* [[Y]]\n{{Airport_disambiguation}}"))
+  assert dab("Mercury (disambiguation)", clean("Mercury may be [[Mercury (planet)|a planet]]."))
+  assert not dab("Mercury (disambiguation)", clean("text"), title_suffix=False)
+  assert not dab("Mercury", clean("'''Mercury''' is a planet.{{Infobox planet}}"))
+  assert not dab("X", clean("{{Dab}}"), templates=frozenset({"disambiguation"}))
+
+
+# --- robustness ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "{{unclosed [[x]]", "[[unclosed", "<ref>open [[y]]", "text ]] }} |} {|", "[[]]", "[[|]]",
+    "[[:]]", "[[#]]", "{{}}", "<ref>", "</ref>", "''''''", "[[File:]]", "== ==", "=\n=", "\x00",
+    "[[a|b|c]]", "[http://]", "&#xD800;", "&#99999999;", "[[Foo|[[Bar|[[Baz]]]]]]",
+    "{{a|{{b|{{c|" * 30, "[[a" * 50, "<div>" * 100, "\u200b[[x]]\u200b", "\r\n\r\n[[a]]\r\n"])
+def test_malformed_markup_does_not_raise(text):
+  check(clean(text, "Foo"))
+
+
+def test_unclosed_markup_is_kept_as_text():
+  page = check(clean("{{unclosed [[x]] and [[y"))
+  assert page.text == "{{unclosed x and [[y"
+  assert page.links == (Link(11, 12, "X", "x"),)
+
+
+# --- property test ------------------------------------------------------------------------------
+
+_WORDS = ["alpha", "beta", "Gamma", "delta", "东京", "日本語", "café", "naïve", "z̃", "🎉", "👍🏽",
+          "Ωmega", "x", "ß", "İstanbul", "\u05e9\u05dc\u05d5\u05dd", "مرحبا", "a\u0301b"]
+
+
+def _random_page(rng):
+  def words(n):
+    return " ".join(rng.choice(_WORDS) for _ in range(n))
+
+  def link():
+    r = rng.random()
+    t = words(rng.randint(1, 2))
+    if r < 0.3:
+      return f"[[{t}]]"
+    if r < 0.5:
+      return f"[[{t}|{words(rng.randint(1, 3))}]]"
+    if r < 0.6:
+      return f"[[{t} (thing)|]]"
+    if r < 0.7:
+      return f"[[{t}]]s"
+    if r < 0.8:
+      return f"[[{t}|''{words(1)}'' '''{words(1)}''']]"
+    if r < 0.9:
+      return f"[[{t}#Part|{words(1)}]]"
+    return f"[[ {t} | &nbsp;{words(1)} ]]"
+
+  def construct():
+    r = rng.random()
+    if r < 0.35:
+      return link()
+    return rng.choice([
+        lambda: words(rng.randint(1, 6)),
+        lambda: f"[[File:{words(1)}.jpg|thumb|cap {link()}]]",
+        lambda: f"[[Category:{words(1)}]]",
+        lambda: f"[[:Category:{words(1)}|{words(1)}]]",
+        lambda: f"[[de:{words(1)}]]",
+        lambda: f"{{{{cite|a={{{{x|{link()}}}}}}}}}",
+        lambda: f"<ref>{words(2)} {link()}</ref>",
+        lambda: "<ref name=\"r\"/>",
+        lambda: f"<!-- {link()} -->",
+        lambda: f"\n{{| class=x\n| {link()} || {words(1)}\n|}}\n",
+        lambda: f"[http://example.org/{rng.randrange(99)} {words(2)}]",
+        lambda: "http://example.org/bare",
+        lambda: "&nbsp;", lambda: "&amp;", lambda: " \t ", lambda: "\n", lambda: "\n\n",
+        lambda: f"\n== {words(2)} ==\n", lambda: "\n== References ==\n",
+        lambda: f"\n* {words(2)} {link()}\n", lambda: f"\n# {words(1)}\n",
+        lambda: f"'''{words(2)}'''", lambda: f"<small>{link()}</small>",
+        lambda: f"<math>{words(1)}</math>", lambda: "<br/>", lambda: "__NOTOC__",
+    ])()
+
+  return " ".join(construct() for _ in range(rng.randint(1, 60)))
+
+
+def test_random_pages_keep_invariants():
+  rng = random.Random(1234)
+  total_links = 0
+  for i in range(200):
+    title = rng.choice(_WORDS + ["Alpha beta", "东京 (city)"])
+    page = check(clean(_random_page(rng), title if i % 2 else ""))
+    total_links += len(page.links)
+    for bad in ("[[", "{{", "<ref", "{|", "|}", "<!--", "''"):
+      assert bad not in page.text, (bad, page.text)
+  assert total_links > 500
+
+
+# --- a real dump excerpt ----------------------------------------------------------------------
+
+def test_real_pages_with_tables():
+  if not os.path.exists(SAMPLE):
+    pytest.skip(f"{SAMPLE} not present")
+  pages = 0
+  with bz2.open(SAMPLE) as f:
+    for _, el in ET.iterparse(f):
+      if not el.tag.endswith("}page"):
+        continue
+      title = el.find("{*}title").text or ""
+      text = el.find("{*}revision/{*}text").text or ""
+      el.clear()
+      page = check(clean(text, title))
+      pages += 1
+      for bad in ("{|", "|}", "[[", "{{", "<ref"):
+        assert bad not in page.text, (title, bad)
+      if text.strip() and not wikitext.redirect_target(text):
+        assert page.text and page.links and page.paragraphs
+  assert pages > 0
