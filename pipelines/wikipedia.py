@@ -115,6 +115,7 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
           "input_count": read[INPUT_COUNT], "skipped": parsed[SKIPPED],
           "entity_table": tables["entity_table"], "report_input": tables["vocabulary"],
+          "other_files": tables["files"],
           } | "ToRecords" >> DocumentsToRecords(output_dir, config, header, reshuffle=False,
                                                 report=_report)
 

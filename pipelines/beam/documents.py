@@ -62,7 +62,8 @@ class DocumentsToRecords(beam.PTransform):
   like dead letters, of items an earlier stage skipped on purpose and counted in its stats as
   ``skipped/<stage>/<reason>``) from earlier stages, and ``entity_table``: ``(entity key, id)``
   pairs that resolve the entity keys of mentions (:class:`pipelines.document.Mention`) when
-  the records are written.
+  the records are written, and ``other_files``: stats dicts (``path``, ``kind``, ...) of
+  further files the job wrote, which the manifest lists under ``other_files`` and waits for.
   ``header`` holds the manifest's job, git revision, inputs, config and ``tokenizer``
   description (``Tokenizer.describe()``, whose fingerprint the workers check).
   ``reshuffle``: redistribute documents before tokenising (distributed runners: a file is read
@@ -153,6 +154,8 @@ class DocumentsToRecords(beam.PTransform):
     reasons = (all_dead | "ReasonKey" >> beam.Map(reason_key)
                | "CountReasons" >> beam.combiners.Count.PerElement())
     input_count = inputs["input_count"] | "SumInput" >> beam.CombineGlobally(sum)
+    if "other_files" in inputs:  # e.g. entity tables: the manifest lists them, waits for them
+      shards.append(inputs["other_files"])
     all_shards = tuple(shards) | "FlattenShards" >> beam.Flatten()
     return (p | "ManifestTrigger" >> beam.Create([None])
             | "WriteManifest" >> beam.FlatMap(

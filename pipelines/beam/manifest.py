@@ -19,6 +19,7 @@ from pipelines.beam.stats import split_stats
 LOGGER = logging.getLogger("pipelines")
 # Stages in pipeline order; a stage appears in ``stage_counts`` when it ran.
 STAGE_ORDER = ("read", "parse", "answers", "segment", "labels", "dedup")
+_COMMON_KINDS = ("records", "documents", "dead_letter", "skipped")
 _STAGE_IO = {  # stage -> (input counter, output counter) in the stats
     "parse": ("parse/input", "parse/output"),
     "answers": ("answers/input", "answers/output"),
@@ -106,6 +107,10 @@ def build_manifest(header: Dict[str, Any], input_count: int, stats: Dict[str, An
       documents=side_files("documents", documents_schema.DOCUMENTS_DIR),
       dead_letter=side_files("dead_letter", manifest_schema.DEAD_LETTER_DIR),
       skipped=side_files("skipped", manifest_schema.SKIPPED_DIR))
+  others = sorted((s for s in shards if s["kind"] not in _COMMON_KINDS), key=lambda s: s["path"])
+  if others:
+    m["other_files"] = [{"kind": s["kind"], "path": s["path"], "bytes": s.get("bytes")}
+                        for s in others]
   return m
 
 

@@ -205,8 +205,11 @@ class _WriteShardFn(beam.DoFn):
     size = write_atomically(path, framed(), f.compression)
     self._records[f.prefix].inc(count)
     self._bytes[f.prefix].inc(size)
-    LOGGER.info("wrote %s: %d %s, %.1f MB", path, count,
-                "records" if f.suffix.startswith(".tfrecord") else "lines", size / 1e6)
+    if "rows" in stats:  # one payload holding a table (e.g. a Parquet file)
+      LOGGER.info("wrote %s: %d rows, %.1f MB", path, stats["rows"], size / 1e6)
+    else:
+      LOGGER.info("wrote %s: %d %s, %.1f MB", path, count,
+                  "records" if f.suffix.startswith(".tfrecord") else "lines", size / 1e6)
     return dict(stats, path=name, records=count, bytes=size, kind=f.prefix)
 
 

@@ -62,7 +62,7 @@ def _alias_rows(element, vocabulary: Dict[str, int]):
 def _alias_shard_bytes(shard: int, items: List[Tuple[str, Any]]):
   del shard
   rows = [row for _, row in items]
-  return [entities_schema.aliases_bytes(rows)], {"aliases": len(rows)}
+  return [entities_schema.aliases_bytes(rows)], {"rows": len(rows)}
 
 
 def _identity(data: bytes) -> bytes:
@@ -119,7 +119,8 @@ class BuildEntityTables(beam.PTransform):
                   | "AliasShards" >> beam.Map(lambda n: max(1, -(-n // ALIASES_PER_SHARD))))
     alias_files = aliases | "WriteAliases" >> writer.WriteShards(
         self._out, entities_schema.ALIASES_PREFIX, ".parquet", num_shards, _alias_shard_bytes,
-        _identity, namespace=NAMESPACE)
+        _identity, namespace=NAMESPACE) | "AliasPaths" >> beam.Map(
+            lambda s: dict(s, path=f"{entities_schema.ENTITIES_DIR}/{s['path']}"))
     stats = (vocabulary | "VocabularyStats" >> beam.Map(
         lambda rows: {"entities/vocabulary": len(rows),
                       "entities/mentions_in_vocabulary": sum(c for _, _, c in rows)}))
@@ -130,5 +131,6 @@ class BuildEntityTables(beam.PTransform):
 def _write_vocabulary(rows: List[Tuple[int, str, int]], out: str) -> Dict[str, Any]:
   path = FileSystems.join(out, entities_schema.VOCABULARY_FILE)
   size = writer.write_atomically(path, [entities_schema.vocabulary_bytes(rows)])
-  return {"path": path, "rows": len(rows), "bytes": size, "kind": "vocabulary"}
+  return {"path": f"{entities_schema.ENTITIES_DIR}/{entities_schema.VOCABULARY_FILE}",
+          "rows": len(rows), "bytes": size, "kind": "vocabulary"}
 
