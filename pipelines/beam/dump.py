@@ -18,12 +18,14 @@ the next stream.
 
 from __future__ import annotations
 
+import collections
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindows
 
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.parse import failure
@@ -35,6 +37,9 @@ from pipelines.readers import wikipedia_pages as pages_lib
 
 NAMESPACE = "readtwice.wikipedia"
 PAGES, LINKS, REDIRECTS, SKIPPED = "pages", "links", "redirects", "skipped"
+# Distinct (target, anchor) pairs counted in a parse worker before they are emitted: links
+# cross the shuffle as counts (~30 links a page, many repeated), not one element per link.
+MAX_LINK_PAIRS = 200_000
 _RAW = CompressionTypes.UNCOMPRESSED
 
 
@@ -151,7 +156,8 @@ class ReadDumpPages(beam.PTransform):
 
 
 class _ParsePagesFn(beam.DoFn):
-  """(Page, SiteInfo) -> Document | links | redirects | skipped records, counted by reason."""
+  """(Page, SiteInfo) -> Document | ((target, anchor), count) links | (title, target)
+  redirects | skipped records, counted by reason."""
 
   def __init__(self, rules: pages_lib.PageRules):
     self._rules = rules
@@ -162,6 +168,13 @@ class _ParsePagesFn(beam.DoFn):
 
   def start_bundle(self):
     self._stats = BundleStats()
+    self._links: collections.Counter = collections.Counter()
+
+  def _flush_links(self):
+    """The (target, anchor) pairs counted so far, as ``((target, anchor), count)``."""
+    links, self._links = self._links, collections.Counter()
+    for pair, n in links.items():
+      yield beam.pvalue.TaggedOutput(LINKS, (pair, n))
 
   def process(self, element: Tuple[dump_reader.Page, Optional[dump_reader.SiteInfo]]):
     page, siteinfo = element
@@ -188,11 +201,14 @@ class _ParsePagesFn(beam.DoFn):
     self._stats.count("parse/output")
     self._stats.count("parse/mentions", len(doc.mentions))
     self._docs.inc()
-    for link in links:
-      yield beam.pvalue.TaggedOutput(LINKS, link)
+    self._links.update(links)
+    if len(self._links) >= MAX_LINK_PAIRS:
+      yield from self._flush_links()
     yield doc
 
   def finish_bundle(self):
+    for out in self._flush_links():
+      yield beam.pvalue.TaggedOutput(out.tag, GlobalWindows.windowed_value(out.value))
     yield from self._stats.emit()
 
 

@@ -1,6 +1,6 @@
 """The entity vocabulary and alias table of a hyperlinked corpus, as Beam stages.
 
-  links (raw target title, anchor text), one per mention ─┐
+  links ((raw target title, anchor text), count) ─────────┐
   redirects (redirect title, target title) ───────────────┴─ join on the raw title ─▶
      resolution (raw -> resolved title) ─▶ counts per resolved title ─▶ vocabulary (ids)
      ─▶ entity table (raw title -> id, for the records' writer)
@@ -70,7 +70,8 @@ def _identity(data: bytes) -> bytes:
 
 
 class BuildEntityTables(beam.PTransform):
-  """``{"links": (raw title, anchor), "redirects": (title, target)}`` -> entity tables.
+  """``{"links": ((raw title, anchor), count), "redirects": (title, target)}`` -> entity
+  tables (a link's pairs may come several times: their counts are summed).
 
   Writes ``entities/vocabulary.parquet`` and ``entities/aliases-*.parquet`` under
   ``output_dir``.  Outputs a dict: ``entity_table`` ((raw title, id) for every linked raw
@@ -87,7 +88,7 @@ class BuildEntityTables(beam.PTransform):
   def expand(self, inputs: Dict[str, beam.PCollection]) -> Dict[str, beam.PCollection]:
     cfg = self._config
     links, redirects = inputs["links"], inputs["redirects"]
-    raw_counts = (links | "RawTitle" >> beam.Map(lambda link: (link[0], 1))
+    raw_counts = (links | "RawTitle" >> beam.Map(lambda link: (link[0][0], link[1]))
                   | "CountRaw" >> beam.CombinePerKey(sum))
     resolved = ({"count": raw_counts, "redirect": redirects}
                 | "JoinRedirects" >> beam.CoGroupByKey()
@@ -105,8 +106,7 @@ class BuildEntityTables(beam.PTransform):
     vocab_file = (vocabulary | "VocabularyFile" >> beam.Map(
         lambda rows, out: _write_vocabulary(rows, out), self._out))
     resolution = resolved | "RawToResolved" >> beam.Map(lambda r: (r[0], r[1]))
-    alias_counts = (links | "AliasPair" >> beam.Map(lambda link: ((link[0], link[1]), 1))
-                    | "CountAliasPairs" >> beam.CombinePerKey(sum)
+    alias_counts = (links | "CountAliasPairs" >> beam.CombinePerKey(sum)
                     | "AliasByRaw" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1]))))
     aliases = ({"alias": alias_counts, "resolved": resolution}
                | "JoinAliasResolution" >> beam.CoGroupByKey()

@@ -25,7 +25,8 @@ REDIRECTS = [("Paris, France", "Paris"), ("Lutetia", "Paris"), ("Unlinked", "Rom
 def _run(tmp_path, config):
   out = str(tmp_path)
   with beam.Pipeline(runner=FnApiRunner()) as p:
-    tables = {"links": p | "Links" >> beam.Create(LINKS),
+    # Each mention once, as the parse stage would emit it (counts of repeated pairs summed).
+    tables = {"links": p | "Links" >> beam.Create([(link, 1) for link in LINKS]),
               "redirects": p | "Redirects" >> beam.Create(REDIRECTS)} | BuildEntityTables(
                   out, config)
     assert_that(tables["entity_table"], equal_to(EXPECTED_TABLE[config.max_entities]),
