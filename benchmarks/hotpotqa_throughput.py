@@ -42,15 +42,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+from benchmarks import common  # noqa: E402
 
 from demo import synthetic_hotpotqa  # noqa: E402
 from pipelines.beam.config import RecordsConfig  # noqa: E402
@@ -103,17 +103,7 @@ def pipeline_child(path: str, out_dir: str) -> None:
 
 def pipeline_run(path: str, out_dir: str) -> dict:
   """Runs :func:`pipeline_child` in a fresh interpreter; its figures plus the wall time."""
-  t0 = time.perf_counter()
-  proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", path, out_dir],
-                        cwd=ROOT, capture_output=True, text=True, check=False)
-  wall = time.perf_counter() - t0
-  shutil.rmtree(out_dir, ignore_errors=True)
-  if proc.returncode:
-    sys.stderr.write(proc.stderr[-4000:])
-    raise SystemExit(f"the pipeline run failed ({proc.returncode})")
-  r = json.loads(proc.stdout.strip().splitlines()[-1])
-  r["wall"] = wall
-  return r
+  return common.child_run(__file__, [path, out_dir], out_dir, ROOT)
 
 
 def breakdown(raw, config: RecordsConfig) -> dict:
@@ -157,11 +147,6 @@ def breakdown(raw, config: RecordsConfig) -> dict:
   sum(len(p) for p in payloads)
   out["pack+serialize"] = time.perf_counter() - t0
   return out
-
-
-def _spread(values, fmt: str) -> str:
-  return (f"min {format(min(values), fmt)}  median {format(statistics.median(values), fmt)}  "
-          f"max {format(max(values), fmt)}")
 
 
 def main() -> None:
@@ -218,12 +203,12 @@ def main() -> None:
             f"process wall {r['wall']:6.2f} s)  ratio {pair['ratio']:.3f}", flush=True)
     print(f"tokens={tokens:,} (context {context_tokens:,}) segments="
           f"{r['examples'].get('segments')} packs={r['examples'].get('packs')}")
-    print(f"bare encode_batch tokens/s: {_spread([p['bare_rate'] for p in pairs], ',.0f')}")
-    print(f"pipeline tokens/s:          {_spread([p['pipeline_rate'] for p in pairs], ',.0f')}")
-    print(f"paired ratio:               {_spread([p['ratio'] for p in pairs], '.3f')}")
+    print(f"bare encode_batch tokens/s: {common.spread([p['bare_rate'] for p in pairs], ',.0f')}")
+    print(f"pipeline tokens/s:          {common.spread([p['pipeline_rate'] for p in pairs], ',.0f')}")
+    print(f"paired ratio:               {common.spread([p['ratio'] for p in pairs], '.3f')}")
     print(f"  incl. interpreter start and imports "
           f"({statistics.median(p['wall_s'] - p['pipeline_s'] for p in pairs):.1f} s): "
-          f"{_spread([p['ratio_incl_startup'] for p in pairs], '.3f')}")
+          f"{common.spread([p['ratio_incl_startup'] for p in pairs], '.3f')}")
     breakdown_status = "off"
     if args.breakdown:
       try:

@@ -29,15 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+from benchmarks import common  # noqa: E402
 
 MIN_PAIRS = 5
 # English Wikipedia, pages-articles: about this much article wikitext (ns 0, no redirects),
@@ -90,22 +90,8 @@ def pipeline_child(path: str, out_dir: str) -> None:
 
 
 def pipeline_run(path: str, out_dir: str) -> dict:
-  t0 = time.perf_counter()
-  proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", path, out_dir],
-                        cwd=ROOT, capture_output=True, text=True, check=False)
-  wall = time.perf_counter() - t0
-  shutil.rmtree(out_dir, ignore_errors=True)
-  if proc.returncode:
-    sys.stderr.write(proc.stderr[-4000:])
-    raise SystemExit(f"the pipeline run failed ({proc.returncode})")
-  r = json.loads(proc.stdout.strip().splitlines()[-1])
-  r["wall"] = wall
-  return r
-
-
-def _spread(values, fmt: str) -> str:
-  return (f"min {format(min(values), fmt)}  median {format(statistics.median(values), fmt)}  "
-          f"max {format(max(values), fmt)}")
+  """Runs :func:`pipeline_child` in a fresh interpreter; its figures plus the wall time."""
+  return common.child_run(__file__, [path, out_dir], out_dir, ROOT)
 
 
 def main() -> None:
@@ -151,7 +137,7 @@ def main() -> None:
                            ("pipeline MB/s", "pipeline_mbps", ".2f"),
                            ("paired ratio", "ratio", ".3f"),
                            ("tokenizer-only ratio", "tokenizer_ratio", ".3f")):
-      print(f"{name + ':':22s}{_spread([p[key] for p in pairs], fmt)}")
+      print(f"{name + ':':22s}{common.spread([p[key] for p in pairs], fmt)}")
     rate = statistics.median(p["pipeline_mbps"] for p in pairs)
     hours = ENWIKI_ARTICLE_WIKITEXT_GB * 1e3 / rate / 3600
     print(f"English Wikipedia (~{ENWIKI_ARTICLE_WIKITEXT_GB:.0f} GB of article wikitext) at "

@@ -22,13 +22,8 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Tuple
 from xml.sax.saxutils import escape, quoteattr
 
-_NAMESPACES = (
-    (-2, "Media"), (-1, "Special"), (0, ""), (1, "Talk"), (2, "User"), (3, "User talk"),
-    (4, "Wikipedia"), (5, "Wikipedia talk"), (6, "File"), (7, "File talk"), (8, "MediaWiki"),
-    (9, "MediaWiki talk"), (10, "Template"), (11, "Template talk"), (12, "Help"),
-    (13, "Help talk"), (14, "Category"), (15, "Category talk"), (100, "Portal"),
-    (101, "Portal talk"), (118, "Draft"), (119, "Draft talk"), (828, "Module"),
-    (829, "Module talk"))
+from pipelines.readers.wikipedia import SiteInfo
+
 _TEXT_ENTITIES = {'"': "&quot;", "\r": "&#13;"}
 _COMPRESS_EVERY = 1 << 20  # uncompressed bytes buffered before a compress() call
 
@@ -60,7 +55,7 @@ def _header(schema: str, siteinfo: bool) -> str:
            "    <base>https://en.wikipedia.org/wiki/Main_Page</base>",
            "    <generator>MediaWiki 1.42.0-wmf.5</generator>", "    <case>first-letter</case>",
            "    <namespaces>"]
-  for key, name in _NAMESPACES:
+  for key, name in SiteInfo.default().namespaces:
     if name:
       lines.append(f'      <namespace key="{key}" case="first-letter">{name}</namespace>')
     else:

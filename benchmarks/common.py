@@ -1,0 +1,35 @@
+"""Helpers the paired benchmarks share: a measured run in a fresh interpreter, and spreads."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, Sequence
+
+
+def child_run(script: str, args: Sequence[str], out_dir: str, cwd: str) -> Dict:
+  """Runs ``script --child ARGS`` in a fresh interpreter (so no state carries over from the run
+  before) and returns the JSON its last stdout line holds, plus ``wall`` (the process' wall
+  time, start-up included); deletes ``out_dir`` afterwards; exits on failure."""
+  t0 = time.perf_counter()
+  proc = subprocess.run([sys.executable, os.path.abspath(script), "--child", *args],
+                        cwd=cwd, capture_output=True, text=True, check=False)
+  wall = time.perf_counter() - t0
+  shutil.rmtree(out_dir, ignore_errors=True)
+  if proc.returncode:
+    sys.stderr.write(proc.stderr[-4000:])
+    raise SystemExit(f"the pipeline run failed ({proc.returncode})")
+  result = json.loads(proc.stdout.strip().splitlines()[-1])
+  result["wall"] = wall
+  return result
+
+
+def spread(values, fmt: str) -> str:
+  """``min X  median Y  max Z``."""
+  return (f"min {format(min(values), fmt)}  median {format(statistics.median(values), fmt)}  "
+          f"max {format(max(values), fmt)}")
