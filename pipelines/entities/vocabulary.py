@@ -1,10 +1,10 @@
 """The entity vocabulary and alias table of a hyperlinked corpus, as Beam stages.
 
   links ((raw target title, anchor text), count) ─────────┐
-  redirects (redirect title, target title) ───────────────┴─ join on the raw title ─▶
-     resolution (raw -> resolved title) ─▶ counts per resolved title ─▶ vocabulary (ids)
+  redirects (redirect title, target title) ───────────────┴─ one join on the raw title ─▶
+     resolution (raw -> resolved title, count) ─▶ counts per resolved title ─▶ vocabulary
      ─▶ entity table (raw title -> id, for the records' writer)
-     ─▶ aliases ((anchor, resolved title) -> count), written sharded
+     and (anchor, resolved title, raw, count) ─▶ aliases, summed and written per shard
 
 Everything is a Beam join or combine; nothing is looked up in the launcher's memory.  A
 redirect is followed one hop, as MediaWiki does (a double redirect is a broken link there too).
@@ -43,26 +43,42 @@ class VocabularyConfig:
                        f"{self.max_entities!r}")
 
 
+ALIASES = "aliases"
+
+
 def _resolve(element: Tuple[str, Dict[str, List[Any]]]):
-  """(raw title, {"count": [n], "redirect": [targets]}) -> (raw, resolved, n) when linked."""
+  """One join per raw title: (raw, {"links": [(anchor, n)], "redirect": [targets]}) ->
+  (raw, resolved, n) and, tagged ``aliases``, (anchor, resolved, raw, n) per anchor."""
   raw, joined = element
-  counts = joined["count"]
-  if not counts:
+  links = joined["links"]
+  if not links:  # a redirect nobody links to
     return
   targets = sorted(joined["redirect"])
-  yield raw, (targets[0] if targets else raw), sum(counts)
+  resolved = targets[0] if targets else raw
+  by_anchor: Dict[str, int] = {}
+  for anchor, n in links:
+    by_anchor[anchor] = by_anchor.get(anchor, 0) + n
+  yield raw, resolved, sum(by_anchor.values())
+  for anchor, n in sorted(by_anchor.items()):
+    yield beam.pvalue.TaggedOutput(ALIASES, (anchor, resolved, raw, n))
 
 
-def _alias_rows(element, vocabulary: Dict[str, int]):
-  (anchor, title), count = element
-  yield keys.join_key(anchor, title), (anchor, vocabulary.get(title, entities_schema.UNKNOWN_ENTITY_ID),
-                                      title, count)
+def _alias_row(alias: Tuple[str, str, str, int], vocabulary: Dict[str, int]):
+  """Keyed by (anchor, entity, raw title): unique; the shard (by anchor) sums the raw titles."""
+  anchor, title, raw, n = alias
+  return keys.join_key(anchor, title, raw), (
+      anchor, vocabulary.get(title, entities_schema.UNKNOWN_ENTITY_ID), title, n)
 
 
 def _alias_shard_bytes(shard: int, items: List[Tuple[str, Any]]):
+  """One aliases file: rows of the same (anchor, entity) reached through several raw titles
+  (redirects) summed."""
   del shard
-  rows = [row for _, row in items]
-  return [entities_schema.aliases_bytes(rows)], {"rows": len(rows)}
+  rows: Dict[Tuple[str, str], List] = {}
+  for _, (anchor, entity_id, title, n) in items:
+    row = rows.setdefault((anchor, title), [anchor, entity_id, title, 0])
+    row[3] += n
+  return [entities_schema.aliases_bytes([tuple(r) for r in rows.values()])], {"rows": len(rows)}
 
 
 def _identity(data: bytes) -> bytes:
@@ -88,11 +104,13 @@ class BuildEntityTables(beam.PTransform):
   def expand(self, inputs: Dict[str, beam.PCollection]) -> Dict[str, beam.PCollection]:
     cfg = self._config
     links, redirects = inputs["links"], inputs["redirects"]
-    raw_counts = (links | "RawTitle" >> beam.Map(lambda link: (link[0][0], link[1]))
-                  | "CountRaw" >> beam.CombinePerKey(sum))
-    resolved = ({"count": raw_counts, "redirect": redirects}
-                | "JoinRedirects" >> beam.CoGroupByKey()
-                | "Resolve" >> beam.FlatMap(_resolve))
+    # One grouping by raw title joins the links with the redirects and yields both the
+    # resolution and the alias pairs.
+    by_raw = links | "ByRawTitle" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1])))
+    joined = ({"links": by_raw, "redirect": redirects}
+              | "JoinRedirects" >> beam.CoGroupByKey()
+              | "Resolve" >> beam.FlatMap(_resolve).with_outputs(ALIASES, main="resolved"))
+    resolved = joined.resolved
     counts = (resolved | "ByResolved" >> beam.Map(lambda r: (r[1], r[2]))
               | "CountResolved" >> beam.CombinePerKey(sum))
     vocabulary = (counts | "AllCounts" >> beam.combiners.ToList()
@@ -105,16 +123,7 @@ class BuildEntityTables(beam.PTransform):
 
     vocab_file = (vocabulary | "VocabularyFile" >> beam.Map(
         lambda rows, out: _write_vocabulary(rows, out), self._out))
-    resolution = resolved | "RawToResolved" >> beam.Map(lambda r: (r[0], r[1]))
-    alias_counts = (links | "CountAliasPairs" >> beam.CombinePerKey(sum)
-                    | "AliasByRaw" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1]))))
-    aliases = ({"alias": alias_counts, "resolved": resolution}
-               | "JoinAliasResolution" >> beam.CoGroupByKey()
-               | "ResolveAliases" >> beam.FlatMap(
-                   lambda kv: [((anchor, kv[1]["resolved"][0]), n)
-                               for anchor, n in kv[1]["alias"]] if kv[1]["resolved"] else [])
-               | "SumAliases" >> beam.CombinePerKey(sum)
-               | "AliasRows" >> beam.FlatMap(_alias_rows, ids))
+    aliases = joined[ALIASES] | "AliasRows" >> beam.Map(_alias_row, ids)
     num_shards = (aliases | "CountAliasRows" >> beam.combiners.Count.Globally()
                   | "AliasShards" >> beam.Map(lambda n: max(1, -(-n // ALIASES_PER_SHARD))))
     alias_files = aliases | "WriteAliases" >> writer.WriteShards(

@@ -64,10 +64,10 @@ def _mentions(out):
   return found
 
 
-@pytest.mark.parametrize("multistream", [False, True])
-def test_links_become_mentions_of_redirect_resolved_entities(tmp_path, multistream):
+@pytest.mark.parametrize("multistream, siteinfo", [(False, True), (True, True), (True, False)])
+def test_links_become_mentions_of_redirect_resolved_entities(tmp_path, multistream, siteinfo):
   dump = str(tmp_path / "tiny-pages-articles-multistream.xml.bz2")
-  synth.write_dump(PAGES, dump, multistream=multistream, pages_per_stream=2)
+  synth.write_dump(PAGES, dump, multistream=multistream, pages_per_stream=2, siteinfo=siteinfo)
   out = str(tmp_path / "out")
   assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
 
