@@ -26,7 +26,9 @@ from pipelines import keys
 from pipelines.beam import writer
 
 NAMESPACE = "readtwice.entities"
-ALIASES_PER_SHARD = 2_000_000
+# Rows per aliases file: a shard is built in memory by one worker (~1 KB per row while it is
+# grouped, sorted and converted), so this bounds the writer's memory (~100 MB).
+ALIASES_PER_SHARD = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
