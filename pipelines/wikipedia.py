@@ -76,6 +76,11 @@ def add_flags(group) -> None:
   group.add_argument("--max_entities", type=int, default=d.vocabulary.max_entities,
                      help="largest entity vocabulary, most mentioned first; 0: no limit "
                           "(default: %(default)s)")
+  group.add_argument("--entity_partitions", type=int,
+                     default=d.vocabulary.entity_partitions,
+                     help="link targets are resolved in this many partitions, one aliases file "
+                          "each; more for larger corpora (a worker holds one partition's "
+                          "distinct (target, anchor) pairs) (default: %(default)s)")
   cli.bool_flag(group, "keep_disambiguation", d.rules.keep_disambiguation,
                 "keep disambiguation pages as documents")
   cli.bool_flag(group, "self_mentions", d.rules.self_mentions,
@@ -87,7 +92,8 @@ def options_from_args(args) -> WikipediaOptions:
       rules=PageRules(keep_disambiguation=args.keep_disambiguation,
                       self_mentions=args.self_mentions),
       vocabulary=VocabularyConfig(min_entity_count=args.min_entity_count,
-                                  max_entities=args.max_entities),
+                                  max_entities=args.max_entities,
+                                  entity_partitions=args.entity_partitions),
       streams_per_split=args.streams_per_split, max_splits=args.max_splits, index=args.index)
 
 
@@ -106,7 +112,8 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
                             "files")
   read = p | "ReadDump" >> ReadDumpPages(paths, options.streams_per_split, options.max_splits,
                                          options.index)
-  parsed = read[PAGES] | "ParsePages" >> ParsePages(options.rules)
+  parsed = read[PAGES] | "ParsePages" >> ParsePages(options.rules,
+                                                    options.vocabulary.entity_partitions)
   tables = ({"links": parsed[LINKS], "redirects": parsed[REDIRECTS]}
             | "EntityTables" >> BuildEntityTables(output_dir, options.vocabulary))
   dead = (read[DEAD_LETTER], parsed[DEAD_LETTER]) | "FlattenReadParseDead" >> beam.Flatten()

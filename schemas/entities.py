@@ -7,10 +7,12 @@ Both are Parquet files (pyarrow) under ``<output_dir>/entities/``:
   Ids are sorted by count (descending), then title, so the same corpus and settings give the
   same ids.  Id 0 is reserved for "unknown" (:data:`UNKNOWN_ENTITY_ID`, as ``mention_entity_id``
   in the records); it has no row.
-* ``aliases-SSSSS-of-NNNNN.parquet`` (:data:`ALIAS_SCHEMA`): one row per (anchor text, entity)
-  with how often that anchor linked to that entity (``entity_id`` 0 when the entity is outside
-  the vocabulary), sorted by alias then title inside a shard; an alias lives in one shard (by
-  hash).  This is the entity linker's input.
+* ``aliases-PPPPP-of-NNNNN.parquet`` (:data:`ALIAS_SCHEMA`): rows (anchor text, entity, count:
+  how often that anchor linked to that entity; ``entity_id`` 0 when the entity is outside the
+  vocabulary), sorted by alias then title inside a file.  Files are partitions of the link
+  targets as written (by a hash of the raw title), so the same (alias, entity) pair can appear
+  in several files when redirects lead there: :func:`read_aliases` sums them.  This is the
+  entity linker's input.
 
 Pure pyarrow: importable by the pipelines, the trainer and the inspector.
 """
@@ -89,9 +91,15 @@ def read_vocabulary(path: str) -> pa.Table:
 
 
 def read_aliases(paths: Sequence[str]) -> pa.Table:
-  """The alias shards, concatenated, checked."""
+  """The alias files, checked, as one table of (alias, entity) rows sorted by alias then
+  title, the counts of a pair found in several files summed."""
   tables = [_check(pq.read_table(p), ALIAS_SCHEMA, p) for p in paths]
-  return pa.concat_tables(tables) if tables else ALIAS_SCHEMA.empty_table()
+  if not tables:
+    return ALIAS_SCHEMA.empty_table()
+  table = pa.concat_tables(tables).group_by(["alias", "entity_id", "title"]).aggregate(
+      [("count", "sum")]).rename_columns(["alias", "entity_id", "title", "count"])
+  return table.select(ALIAS_SCHEMA.names).sort_by([("alias", "ascending"),
+                                                   ("title", "ascending")])
 
 
 def titles_by_id(vocabulary: pa.Table) -> Dict[int, str]:

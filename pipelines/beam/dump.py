@@ -32,6 +32,7 @@ from pipelines.beam.parse import failure
 from pipelines.beam.progress import Progress
 from pipelines.beam.read import INPUT_COUNT
 from pipelines.beam.stats import STATS, BundleStats
+from pipelines.entities.vocabulary import link_blocks
 from pipelines.readers import wikipedia as dump_reader
 from pipelines.readers import wikipedia_pages as pages_lib
 
@@ -156,11 +157,12 @@ class ReadDumpPages(beam.PTransform):
 
 
 class _ParsePagesFn(beam.DoFn):
-  """(Page, SiteInfo) -> Document | ((target, anchor), count) links | (title, target)
-  redirects | skipped records, counted by reason."""
+  """(Page, SiteInfo) -> Document | link blocks ((target, anchor) pairs counted per worker,
+  packed per partition) | (title, target) redirects | skipped records, counted by reason."""
 
-  def __init__(self, rules: pages_lib.PageRules):
+  def __init__(self, rules: pages_lib.PageRules, link_partitions: int):
     self._rules = rules
+    self._partitions = link_partitions
     self._namespaces: Dict[Optional[dump_reader.SiteInfo], object] = {}
 
   def setup(self):
@@ -171,10 +173,11 @@ class _ParsePagesFn(beam.DoFn):
     self._links: collections.Counter = collections.Counter()
 
   def _flush_links(self):
-    """The (target, anchor) pairs counted so far, as ``((target, anchor), count)``."""
+    """The (target, anchor) pairs counted so far, as one block per partition
+    (:func:`pipelines.entities.vocabulary.link_blocks`)."""
     links, self._links = self._links, collections.Counter()
-    for pair, n in links.items():
-      yield beam.pvalue.TaggedOutput(LINKS, (pair, n))
+    for block in link_blocks(links, self._partitions):
+      yield beam.pvalue.TaggedOutput(LINKS, block)
 
   def process(self, element: Tuple[dump_reader.Page, Optional[dump_reader.SiteInfo]]):
     page, siteinfo = element
@@ -216,9 +219,9 @@ class ParsePages(beam.PTransform):
   """(Page, SiteInfo) -> ``documents``, ``links``, ``redirects``, ``skipped``, ``dead_letter``,
   ``stats``."""
 
-  def __init__(self, rules: pages_lib.PageRules):
+  def __init__(self, rules: pages_lib.PageRules, link_partitions: int):
     super().__init__()
-    self._fn = _ParsePagesFn(rules)
+    self._fn = _ParsePagesFn(rules, link_partitions)
 
   def expand(self, pages: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
     return pages | "Parse" >> beam.ParDo(self._fn).with_outputs(

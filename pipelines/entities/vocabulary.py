@@ -1,45 +1,53 @@
 """The entity vocabulary and alias table of a hyperlinked corpus, as Beam stages.
 
-  links ((raw target title, anchor text), count) ─────────┐
-  redirects (redirect title, target title) ───────────────┴─ one join on the raw title ─▶
-     resolution (raw -> resolved title, count) ─▶ counts per resolved title ─▶ vocabulary
-     ─▶ entity table (raw title -> id, for the records' writer)
-     and (anchor, resolved title, raw, count) ─▶ aliases, summed and written per shard
+  link blocks (partition, packed (raw target title, anchor, count) rows) ─┐
+  redirects (redirect title, target title), by the partition of the title ─┴─ join by
+  partition ─▶ per partition: resolution (raw -> resolved title, count) and the partition's
+  alias rows (anchor, resolved title, count), in one block
+     resolution ─▶ counts per resolved title ─▶ vocabulary (ids, one worker)
+                ─▶ entity table (raw title -> id, for the records' writer)
+     alias blocks + vocabulary ids ─▶ aliases-PPPPP-of-NNNNN.parquet, one file per partition
 
-Everything is a Beam join or combine; nothing is looked up in the launcher's memory.  A
-redirect is followed one hop, as MediaWiki does (a double redirect is a broken link there too).
-The vocabulary itself (at most ``max_entities`` titles with their counts) is combined on one
-worker and then used as a side input; the raw-title table it yields has one entry per distinct
-link target in the vocabulary.  Files: see :mod:`schemas.entities`.
+Link targets are partitioned by a hash of the raw title (``--entity_partitions``), and links
+cross the shuffle as a few packed blocks per parse worker and partition (the parse stage counts
+its (target, anchor) pairs first), not one element per link: what a runner buffers between the
+stages is a few bytes per distinct pair, and a worker resolving a partition holds only that
+partition's pairs.  Everything is a Beam join or combine; nothing is looked up in the
+launcher's memory.  A redirect is followed one hop, as MediaWiki does.  The vocabulary (at most
+``max_entities`` titles with their counts) is combined on one worker and used as a side input.
+Files: see :mod:`schemas.entities`.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-from typing import Any, Dict, List, Tuple
+import pickle
+import zlib
+from typing import Any, Dict, Iterable, List, Mapping, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import entities as entities_schema
-from pipelines import keys
 from pipelines.beam import writer
 
 NAMESPACE = "readtwice.entities"
-# Rows per aliases file: a shard is built in memory by one worker (~1 KB per row while it is
-# grouped, sorted and converted), so this bounds the writer's memory (~100 MB).
-ALIASES_PER_SHARD = 100_000
 
 
 @dataclasses.dataclass(frozen=True)
 class VocabularyConfig:
   min_entity_count: int = 1
   max_entities: int = 1_000_000  # 0: no limit
+  entity_partitions: int = 16  # link targets are resolved in this many partitions (files)
 
   def __post_init__(self):
     if not isinstance(self.min_entity_count, int) or self.min_entity_count < 1:
       raise ValueError(f"--min_entity_count must be an integer >= 1, got "
                        f"{self.min_entity_count!r}")
+    if not isinstance(self.entity_partitions, int) or self.entity_partitions < 1:
+      raise ValueError(f"--entity_partitions must be an integer >= 1, got "
+                       f"{self.entity_partitions!r}")
     if not isinstance(self.max_entities, int) or self.max_entities < 0:
       raise ValueError(f"--max_entities must be an integer >= 0 (0: no limit), got "
                        f"{self.max_entities!r}")
@@ -48,48 +56,64 @@ class VocabularyConfig:
 ALIASES = "aliases"
 
 
-def _resolve(element: Tuple[str, Dict[str, List[Any]]]):
-  """One join per raw title: (raw, {"links": [(anchor, n)], "redirect": [targets]}) ->
-  (raw, resolved, n) and, tagged ``aliases``, (anchor, resolved, raw, n) per anchor."""
-  raw, joined = element
-  links = joined["links"]
-  if not links:  # a redirect nobody links to
-    return
-  targets = sorted(joined["redirect"])
-  resolved = targets[0] if targets else raw
-  by_anchor: Dict[str, int] = {}
-  for anchor, n in links:
-    by_anchor[anchor] = by_anchor.get(anchor, 0) + n
-  yield raw, resolved, sum(by_anchor.values())
-  for anchor, n in sorted(by_anchor.items()):
-    yield beam.pvalue.TaggedOutput(ALIASES, (anchor, resolved, raw, n))
+def partition_of(title: str, partitions: int) -> int:
+  """The partition of a raw link target (stable across processes and runs)."""
+  return zlib.crc32(title.encode("utf-8")) % partitions
 
 
-def _alias_row(alias: Tuple[str, str, str, int], vocabulary: Dict[str, int]):
-  """Keyed by (anchor, entity, raw title): unique; the shard (by anchor) sums the raw titles."""
-  anchor, title, raw, n = alias
-  return keys.join_key(anchor, title, raw), (
-      anchor, vocabulary.get(title, entities_schema.UNKNOWN_ENTITY_ID), title, n)
+def link_blocks(counts: Mapping[Tuple[str, str], int], partitions: int
+                ) -> List[Tuple[int, bytes]]:
+  """``{(raw title, anchor): count}`` -> ``(partition, block)`` elements, one per partition
+  present: what the parse stage emits for :class:`BuildEntityTables`."""
+  rows: Dict[int, List[Tuple[str, str, int]]] = collections.defaultdict(list)
+  for (raw, anchor), n in counts.items():
+    rows[partition_of(raw, partitions)].append((raw, anchor, n))
+  return [(p, pickle.dumps(rows[p], protocol=pickle.HIGHEST_PROTOCOL)) for p in sorted(rows)]
 
 
-def _alias_shard_bytes(shard: int, items: List[Tuple[str, Any]]):
-  """One aliases file: rows of the same (anchor, entity) reached through several raw titles
-  (redirects) summed."""
-  del shard
-  rows: Dict[Tuple[str, str], List] = {}
-  for _, (anchor, entity_id, title, n) in items:
-    row = rows.setdefault((anchor, title), [anchor, entity_id, title, 0])
-    row[3] += n
-  return [entities_schema.aliases_bytes([tuple(r) for r in rows.values()])], {"rows": len(rows)}
+class _ResolvePartitionFn(beam.DoFn):
+  """(partition, {"links": [blocks], "redirect": [(title, target)]}) -> (raw, resolved, n)
+  and, tagged ``aliases``, (partition, block of (anchor, resolved, n) rows)."""
+
+  def process(self, element: Tuple[int, Dict[str, Iterable[Any]]]):
+    partition, joined = element
+    anchors: Dict[str, Dict[str, int]] = collections.defaultdict(dict)
+    for block in joined["links"]:
+      for raw, anchor, n in pickle.loads(block):
+        by_anchor = anchors[raw]
+        by_anchor[anchor] = by_anchor.get(anchor, 0) + n
+    redirect: Dict[str, str] = {}
+    for title, target in joined["redirect"]:
+      redirect[title] = min(target, redirect.get(title, target))
+    aliases: Dict[Tuple[str, str], int] = {}
+    for raw in sorted(anchors):  # a redirect nobody links to yields nothing
+      resolved = redirect.get(raw, raw)
+      yield raw, resolved, sum(anchors[raw].values())
+      for anchor, n in anchors[raw].items():
+        aliases[(anchor, resolved)] = aliases.get((anchor, resolved), 0) + n
+    rows = sorted((a, t, n) for (a, t), n in aliases.items())
+    yield beam.pvalue.TaggedOutput(ALIASES, (partition, pickle.dumps(
+        rows, protocol=pickle.HIGHEST_PROTOCOL)))
 
 
-def _identity(data: bytes) -> bytes:
-  return data
+def _write_aliases(element: Tuple[int, bytes], out: str, partitions: int,
+                   ids: Dict[str, int]) -> Dict[str, Any]:
+  """One partition's aliases file, with the entities' ids (0: not in the vocabulary)."""
+  partition, block = element
+  rows = [(a, ids.get(t, entities_schema.UNKNOWN_ENTITY_ID), t, n) for a, t, n in
+          pickle.loads(block)]
+  name = writer.shard_name(entities_schema.ALIASES_PREFIX, partition, partitions, ".parquet")
+  size = writer.write_atomically(FileSystems.join(out, name),
+                                 [entities_schema.aliases_bytes(rows)])
+  writer.LOGGER.info("wrote %s: %d rows, %.1f MB", FileSystems.join(out, name), len(rows),
+                     size / 1e6)
+  return {"path": f"{entities_schema.ENTITIES_DIR}/{name}", "rows": len(rows), "bytes": size,
+          "kind": "aliases"}
 
 
 class BuildEntityTables(beam.PTransform):
-  """``{"links": ((raw title, anchor), count), "redirects": (title, target)}`` -> entity
-  tables (a link's pairs may come several times: their counts are summed).
+  """``{"links": (partition, block) from :func:`link_blocks`, "redirects": (title,
+  target)}`` -> entity tables (a pair may come in several blocks: counts are summed).
 
   Writes ``entities/vocabulary.parquet`` and ``entities/aliases-*.parquet`` under
   ``output_dir``.  Outputs a dict: ``entity_table`` ((raw title, id) for every linked raw
@@ -105,13 +129,16 @@ class BuildEntityTables(beam.PTransform):
 
   def expand(self, inputs: Dict[str, beam.PCollection]) -> Dict[str, beam.PCollection]:
     cfg = self._config
-    links, redirects = inputs["links"], inputs["redirects"]
-    # One grouping by raw title joins the links with the redirects and yields both the
-    # resolution and the alias pairs.
-    by_raw = links | "ByRawTitle" >> beam.Map(lambda kv: (kv[0][0], (kv[0][1], kv[1])))
-    joined = ({"links": by_raw, "redirect": redirects}
-              | "JoinRedirects" >> beam.CoGroupByKey()
-              | "Resolve" >> beam.FlatMap(_resolve).with_outputs(ALIASES, main="resolved"))
+    parts = cfg.entity_partitions
+    p = inputs["links"].pipeline
+    redirects = inputs["redirects"] | "RedirectPartition" >> beam.Map(
+        lambda r, n: (partition_of(r[0], n), r), parts)
+    # Every partition appears (and gets its aliases file) even without links.
+    markers = p | "Partitions" >> beam.Create([(k, None) for k in range(parts)])
+    joined = ({"links": inputs["links"], "redirect": redirects, "marker": markers}
+              | "JoinByPartition" >> beam.CoGroupByKey()
+              | "Resolve" >> beam.ParDo(_ResolvePartitionFn()).with_outputs(
+                  ALIASES, main="resolved"))
     resolved = joined.resolved
     counts = (resolved | "ByResolved" >> beam.Map(lambda r: (r[1], r[2]))
               | "CountResolved" >> beam.CombinePerKey(sum))
@@ -122,16 +149,10 @@ class BuildEntityTables(beam.PTransform):
         lambda rows: [(title, i) for i, title, _ in rows]))
     entity_table = resolved | "RawIds" >> beam.FlatMap(
         lambda r, ids: [(r[0], ids[r[1]])] if r[1] in ids else [], ids)
-
     vocab_file = (vocabulary | "VocabularyFile" >> beam.Map(
         lambda rows, out: _write_vocabulary(rows, out), self._out))
-    aliases = joined[ALIASES] | "AliasRows" >> beam.Map(_alias_row, ids)
-    num_shards = (aliases | "CountAliasRows" >> beam.combiners.Count.Globally()
-                  | "AliasShards" >> beam.Map(lambda n: max(1, -(-n // ALIASES_PER_SHARD))))
-    alias_files = aliases | "WriteAliases" >> writer.WriteShards(
-        self._out, entities_schema.ALIASES_PREFIX, ".parquet", num_shards, _alias_shard_bytes,
-        _identity, namespace=NAMESPACE) | "AliasPaths" >> beam.Map(
-            lambda s: dict(s, path=f"{entities_schema.ENTITIES_DIR}/{s['path']}"))
+    alias_files = joined[ALIASES] | "WriteAliases" >> beam.Map(_write_aliases, self._out,
+                                                               parts, ids)
     stats = (vocabulary | "VocabularyStats" >> beam.Map(
         lambda rows: {"entities/vocabulary": len(rows),
                       "entities/mentions_in_vocabulary": sum(c for _, _, c in rows)}))

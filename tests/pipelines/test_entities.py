@@ -1,5 +1,6 @@
 """Entity vocabulary, alias table and the raw-title table, as Beam stages (hand-made links)."""
 
+import collections
 import glob
 import os
 
@@ -9,7 +10,8 @@ from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.util import assert_that, equal_to
 
 from schemas import entities as entities_schema
-from pipelines.entities.vocabulary import BuildEntityTables, VocabularyConfig
+from pipelines.entities.vocabulary import (BuildEntityTables, VocabularyConfig, link_blocks,
+                                           partition_of)
 
 LINKS = [  # (raw target title, anchor)
     ("Paris", "Paris"), ("Paris", "the capital"), ("Paris", "Paris"),
@@ -25,8 +27,11 @@ REDIRECTS = [("Paris, France", "Paris"), ("Lutetia", "Paris"), ("Unlinked", "Rom
 def _run(tmp_path, config):
   out = str(tmp_path)
   with beam.Pipeline(runner=FnApiRunner()) as p:
-    # Each mention once, as the parse stage would emit it (counts of repeated pairs summed).
-    tables = {"links": p | "Links" >> beam.Create([(link, 1) for link in LINKS]),
+    # As two parse workers would emit them: each counts its pairs and packs them per partition.
+    half = len(LINKS) // 2
+    blocks = (link_blocks(collections.Counter(LINKS[:half]), config.entity_partitions)
+              + link_blocks(collections.Counter(LINKS[half:]), config.entity_partitions))
+    tables = {"links": p | "Links" >> beam.Create(blocks),
               "redirects": p | "Redirects" >> beam.Create(REDIRECTS)} | BuildEntityTables(
                   out, config)
     assert_that(tables["entity_table"], equal_to(EXPECTED_TABLE[config.max_entities]),
@@ -34,6 +39,7 @@ def _run(tmp_path, config):
   vocab = entities_schema.read_vocabulary(
       os.path.join(out, entities_schema.ENTITIES_DIR, entities_schema.VOCABULARY_FILE))
   alias_files = sorted(glob.glob(os.path.join(out, entities_schema.ENTITIES_DIR, "aliases-*")))
+  assert len(alias_files) == config.entity_partitions  # one per partition, empty ones too
   return vocab.to_pylist(), entities_schema.read_aliases(alias_files).to_pylist()
 
 
@@ -45,7 +51,10 @@ EXPECTED_TABLE = {
 
 
 def test_vocabulary_counts_redirect_resolved_mentions_and_ranks_them(tmp_path):
-  vocab, aliases = _run(tmp_path, VocabularyConfig(max_entities=0))
+  # "Paris" and "Paris, France" (a redirect to Paris) lie in different partitions: their
+  # ("Paris", Paris) alias rows are in two files and read_aliases sums them.
+  assert partition_of("Paris", 3) != partition_of("Paris, France", 3)
+  vocab, aliases = _run(tmp_path, VocabularyConfig(max_entities=0, entity_partitions=3))
   # Paris 3 + 1 (redirect) + 1 (redirect); Berlin 2; then count ties broken by title.
   assert vocab == [{"entity_id": 1, "title": "Paris", "count": 5},
                    {"entity_id": 2, "title": "Berlin", "count": 2},
@@ -57,7 +66,7 @@ def test_vocabulary_counts_redirect_resolved_mentions_and_ranks_them(tmp_path):
 
 
 def test_max_entities_and_min_count_cut_the_vocabulary_and_unknown_is_zero(tmp_path):
-  vocab, aliases = _run(tmp_path, VocabularyConfig(max_entities=2))
+  vocab, aliases = _run(tmp_path, VocabularyConfig(max_entities=2, entity_partitions=1))
   assert [(v["title"], v["entity_id"]) for v in vocab] == [("Paris", 1), ("Berlin", 2)]
   assert {a["alias"]: a["entity_id"] for a in aliases}["Rome"] == 0
   config = VocabularyConfig(min_entity_count=2, max_entities=0)
@@ -66,7 +75,8 @@ def test_max_entities_and_min_count_cut_the_vocabulary_and_unknown_is_zero(tmp_p
   assert config.min_entity_count == 2
 
 
-@pytest.mark.parametrize("kwargs", [{"min_entity_count": 0}, {"max_entities": -1}])
+@pytest.mark.parametrize("kwargs", [{"min_entity_count": 0}, {"max_entities": -1},
+                                    {"entity_partitions": 0}])
 def test_bad_vocabulary_settings_name_the_flag(kwargs):
   with pytest.raises(ValueError, match="--" + next(iter(kwargs))):
     VocabularyConfig(**kwargs)
