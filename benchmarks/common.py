@@ -33,3 +33,12 @@ def spread(values, fmt: str) -> str:
   """``min X  median Y  max Z``."""
   return (f"min {format(min(values), fmt)}  median {format(statistics.median(values), fmt)}  "
           f"max {format(max(values), fmt)}")
+
+
+def check_pairs(parser, pairs: int, minimum: int) -> None:
+  """``--pairs``: at least 1 (else a usage error); fewer than ``minimum`` is only a smoke test."""
+  if pairs < 1:
+    parser.error("--pairs must be >= 1")
+  if pairs < minimum:
+    print(f"warning: {pairs} pair(s) < {minimum}: a smoke test, not a figure to trust",
+          file=sys.stderr)

@@ -165,11 +165,7 @@ def main() -> None:
   if args.child:
     pipeline_child(*args.child)
     return
-  if args.pairs < 1:
-    ap.error("--pairs must be >= 1")
-  if args.pairs < MIN_PAIRS:
-    print(f"warning: {args.pairs} pair(s) < {MIN_PAIRS}: a smoke test, not a figure to trust",
-          file=sys.stderr)
+  common.check_pairs(ap, args.pairs, MIN_PAIRS)
   config = RecordsConfig()
   with tempfile.TemporaryDirectory(prefix="hotpotqa_throughput_") as tmp:
     path = args.input

@@ -64,3 +64,14 @@ def write_json(path, records: List) -> str:
 
 def numbered_words(n: int, prefix: str = "w") -> str:
   return " ".join(f"{prefix}{i}" for i in range(n))
+
+
+def read_records(output_dir: str) -> List[Dict]:
+  """Every record a job wrote under ``output_dir`` (uncompressed shards), decoded, in order."""
+  import glob  # pylint: disable=g-import-not-at-top
+  import os  # pylint: disable=g-import-not-at-top
+  from schemas import example_proto, tfrecord_io  # pylint: disable=g-import-not-at-top
+  recs = []
+  for path in sorted(glob.glob(os.path.join(output_dir, "records-*.tfrecord"))):
+    recs += [example_proto.decode_example(p) for p in tfrecord_io.read_records(path)]
+  return recs

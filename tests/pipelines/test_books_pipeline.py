@@ -7,9 +7,10 @@ import os
 import pytest
 
 from schemas import documents as documents_schema
-from schemas import example_proto, manifest as manifest_schema, tfrecord_io
+from schemas import manifest as manifest_schema
 from pipelines import books
 from pipelines.readers import books as reader
+from tests.pipelines.helpers import read_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(REPO, "..", "shared", "samples")
@@ -20,13 +21,6 @@ HEADER = ("The Project Gutenberg EBook of A Test, by Someone\r\n\r\n"
           "*** START OF THIS PROJECT GUTENBERG EBOOK A TEST ***\r\n\r\n")
 FOOTER = ("\r\n\r\nEnd of the Project Gutenberg EBook of A Test\r\n\r\n"
           "*** END OF THIS PROJECT GUTENBERG EBOOK A TEST ***\r\n\r\nLicence text here.\r\n")
-
-
-def _records(out):
-  recs = []
-  for path in sorted(glob.glob(os.path.join(out, "records-*.tfrecord"))):
-    recs += [example_proto.decode_example(p) for p in tfrecord_io.read_records(path)]
-  return recs
 
 
 def test_books_job_writes_whole_books_as_sub_documents_and_reconciles(tmp_path):
@@ -55,7 +49,7 @@ def test_books_job_writes_whole_books_as_sub_documents_and_reconciles(tmp_path):
   assert long_doc.text.startswith("Chapter 0. word0x0") and "Licence" not in long_doc.text
   assert docs["short"]["text"] == "Café society was wrapped here.\n\nThe end."
 
-  recs = _records(out)
+  recs = read_records(out)
   seen = {}
   for r in recs:
     for s, doc_id in enumerate(r["document_id"]):

@@ -10,9 +10,10 @@ import pytest
 
 from schemas import documents as documents_schema
 from schemas import entities as entities_schema
-from schemas import example_proto, manifest as manifest_schema, tfrecord_io
+from schemas import manifest as manifest_schema
 from demo import synthetic_wikipedia as synth
 from pipelines import wikipedia
+from tests.pipelines.helpers import read_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(REPO, "..", "shared", "samples", "wikipedia")
@@ -38,13 +39,6 @@ PAGES = [
 ]
 
 
-def _records(out):
-  recs = []
-  for path in sorted(glob.glob(os.path.join(out, "records-*.tfrecord"))):
-    recs += [example_proto.decode_example(p) for p in tfrecord_io.read_records(path)]
-  return recs
-
-
 def _manifest(out):
   with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
     return manifest_schema.loads(f.read())
@@ -54,7 +48,7 @@ def _mentions(out):
   """(document id, mention text, entity id) of every mention in the records."""
   docs = documents_schema.load(out)
   found = []
-  for r in _records(out):
+  for r in read_records(out):
     for s, b, e, ent in zip(r["mention_segment"], r["mention_begin"], r["mention_end"],
                             r["mention_entity_id"]):
       doc_id = r["document_id"][s].decode()
