@@ -100,7 +100,7 @@ def test_links_become_mentions_of_redirect_resolved_entities(tmp_path, multistre
   assert stats["mentions"]["labels"] >= 9
 
 
-def test_multistream_splits_equal_a_sequential_read(tmp_path):
+def test_multistream_splits_equal_a_sequential_read_in_every_runner_mode(tmp_path):
   pages = list(synth.generate_pages(400, seed=3, words_per_page=120))
   split_dir, seq_dir = tmp_path / "split", tmp_path / "seq"
   split_dir.mkdir()
@@ -109,20 +109,23 @@ def test_multistream_splits_equal_a_sequential_read(tmp_path):
   synth.write_dump(pages, dump, multistream=True, pages_per_stream=20)
   shutil.copy(dump, seq_dir / "gen-pages-articles.xml.bz2")  # no index beside it: one split
   outs = {}
-  for name, path in (("split", dump), ("seq", str(seq_dir / "gen-pages-articles.xml.bz2"))):
+  runs = (("split", dump, []), ("seq", str(seq_dir / "gen-pages-articles.xml.bz2"), []),
+          ("multi", dump, ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
+  for name, path, beam_flags in runs:
     outs[name] = str(tmp_path / f"out_{name}")
     assert wikipedia.main(["--input", path, "--output_dir", outs[name],
-                           "--streams_per_split", "3"] + SMALL) == 0
+                           "--streams_per_split", "3"] + SMALL + beam_flags) == 0
   split_m, seq_m = _manifest(outs["split"]), _manifest(outs["seq"])
   assert split_m["stages"]["read"]["splits"] >= 4 and seq_m["stages"]["read"]["splits"] == 1
   assert split_m["counts"] == seq_m["counts"]
   assert split_m["counts"]["input"] == len(pages)
-  for pattern in ("records-*", "entities/*.parquet"):
+  for pattern in ("records-*", "entities/*.parquet", "documents/*"):
     a = sorted(glob.glob(os.path.join(outs["split"], pattern)))
-    b = sorted(glob.glob(os.path.join(outs["seq"], pattern)))
-    assert [os.path.basename(p) for p in a] == [os.path.basename(p) for p in b]
-    for x, y in zip(a, b):
-      assert open(x, "rb").read() == open(y, "rb").read(), x
+    for other in (("seq", "multi") if pattern != "documents/*" else ("multi",)):
+      b = sorted(glob.glob(os.path.join(outs[other], pattern)))
+      assert [os.path.basename(p) for p in a] == [os.path.basename(p) for p in b]
+      for x, y in zip(a, b):  # whatever the splitting and the runner mode
+        assert open(x, "rb").read() == open(y, "rb").read(), (x, other)
   strip = lambda d: {k: {f: v for f, v in doc.items() if f != "source_id"}  # noqa: E731
                      for k, doc in d.items()}
   assert strip(documents_schema.load(outs["split"])) == strip(documents_schema.load(outs["seq"]))
