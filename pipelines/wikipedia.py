@@ -16,6 +16,7 @@ import sys
 from typing import Any, Dict, List, Optional, Sequence
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from schemas import entities as entities_schema
 from pipelines import cli
@@ -107,9 +108,12 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   """Adds the Wikipedia job to ``p``; returns the PCollection holding the manifest.  The read
   splits are reshuffled whatever the runner, so ``reshuffle`` is not needed."""
   del reshuffle
-  if options.index is not None and len(paths) != 1:
-    raise FileNotFoundError(f"--index names one dump's index, but --input matches {len(paths)} "
-                            "files")
+  if options.index is not None:
+    if len(paths) != 1:
+      raise FileNotFoundError(f"--index names one dump's index, but --input matches "
+                              f"{len(paths)} files")
+    if not FileSystems.exists(options.index):
+      raise FileNotFoundError(f"--index {options.index!r} does not exist")
   read = p | "ReadDump" >> ReadDumpPages(paths, options.streams_per_split, options.max_splits,
                                          options.index)
   parsed = read[PAGES] | "ParsePages" >> ParsePages(options.rules,

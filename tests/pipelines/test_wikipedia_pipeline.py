@@ -172,3 +172,14 @@ def test_bad_flags_are_usage_errors(tmp_path, capsys):
       wikipedia.main(["--input", "x", "--output_dir", str(tmp_path / "o")] + argv)
     assert e.value.code == 2
     assert flag in capsys.readouterr().err
+
+
+def test_a_missing_index_is_one_line_before_any_work(tmp_path, capsys):
+  dump = str(tmp_path / "x-pages-articles-multistream.xml.bz2")
+  synth.write_dump(PAGES[:2], dump, multistream=True)
+  out = tmp_path / "out"
+  assert wikipedia.main(["--input", dump, "--output_dir", str(out), "--index",
+                         str(tmp_path / "missing-index.txt.bz2")]) == 1
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err[-1].endswith("does not exist") and "Traceback" not in "\n".join(err)
+  assert not out.exists()
