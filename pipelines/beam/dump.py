@@ -8,7 +8,8 @@
 
 A multistream dump (``*-multistream.xml.bz2`` with its ``*-multistream-index.txt.bz2`` beside
 it, or ``--index``) is cut into ranges of ``streams_per_split`` bz2 streams (~100 pages each),
-or into at most ``max_splits`` ranges; the ranges are reshuffled, so a runner spreads them over
+or into at most ``max_splits`` ranges (an unusable index: the dump is read whole, with a
+warning and ``read/unusable_index`` counted); the ranges are reshuffled, so a runner spreads them over
 workers, and each is read by seeking to its offset.  Any other dump file is one split (a glob
 of partial dumps is read file-parallel).  A damaged stream (truncated bz2, malformed XML) is
 one dead letter (``read``, ``truncated_bz2`` / ``malformed_xml``, source ``path@offset``,
@@ -19,6 +20,7 @@ the next stream.
 from __future__ import annotations
 
 import collections
+import logging
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
@@ -36,6 +38,7 @@ from pipelines.entities.vocabulary import link_blocks
 from pipelines.readers import wikipedia as dump_reader
 from pipelines.readers import wikipedia_pages as pages_lib
 
+LOGGER = logging.getLogger("pipelines")
 NAMESPACE = "readtwice.wikipedia"
 PAGES, LINKS, REDIRECTS, SKIPPED = "pages", "links", "redirects", "skipped"
 # Distinct (target, anchor) pairs counted in a parse worker before they are emitted: links
@@ -82,12 +85,21 @@ class _PlanSplitsFn(beam.DoFn):
       if index is None:
         splits = [DumpSplit(path, 0, size, False, siteinfo)]
       else:
-        with FileSystems.open(index, compression_type=_RAW) as f:
-          offsets = dump_reader.read_index(f, index)
-        ranges = dump_reader.plan_splits(offsets, size, self._max_splits,
-                                         self._streams_per_split)
-        splits = [DumpSplit(path, s, e, True, siteinfo) for s, e in ranges]
-        stats["read/indexed_files"] = 1
+        try:
+          with FileSystems.open(index, compression_type=_RAW) as f:
+            offsets = dump_reader.read_index(f, index)
+          ranges = dump_reader.plan_splits(offsets, size, self._max_splits,
+                                           self._streams_per_split)
+        except dump_reader.DumpError as e:  # the dump may be fine: read it whole instead
+          LOGGER.warning("%s: unusable multistream index (%s); reading the dump as one split",
+                         path, e)
+          stats["read/unusable_index"] = 1
+          ranges = None
+        if ranges is None:
+          splits = [DumpSplit(path, 0, size, False, siteinfo)]
+        else:
+          splits = [DumpSplit(path, s, e, True, siteinfo) for s, e in ranges]
+          stats["read/indexed_files"] = 1
     except dump_reader.DumpError as e:
       stats[f"read/{e.reason}"] = 1
       stats["read/uncertain_regions"] = 1

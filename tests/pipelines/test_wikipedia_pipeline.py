@@ -183,3 +183,15 @@ def test_a_missing_index_is_one_line_before_any_work(tmp_path, capsys):
   err = capsys.readouterr().err.strip().splitlines()
   assert err[-1].endswith("does not exist") and "Traceback" not in "\n".join(err)
   assert not out.exists()
+
+
+def test_an_unusable_index_falls_back_to_reading_the_dump_whole(tmp_path):
+  dump = str(tmp_path / "x-pages-articles-multistream.xml.bz2")
+  index = synth.write_dump(PAGES, dump, multistream=True, pages_per_stream=2)
+  with open(index, "wb") as f:
+    f.write(b"not an index")
+  out = str(tmp_path / "out")
+  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
+  m = _manifest(out)
+  assert m["counts"] == {"input": 8, "written": 3, "skipped": 5, "rejected": 0}
+  assert m["stages"]["read"]["unusable_index"] == 1 and m["stages"]["read"]["splits"] == 1
