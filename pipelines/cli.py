@@ -135,9 +135,24 @@ def _flag_names(parser: argparse.ArgumentParser) -> List[str]:
   return [s for s in parser._option_string_actions if s.startswith("--")]  # pylint: disable=protected-access
 
 
+def _edit_distance(a: str, b: str) -> int:
+  previous = list(range(len(b) + 1))
+  for i, ca in enumerate(a, 1):
+    current = [i]
+    for j, cb in enumerate(b, 1):
+      current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+    previous = current
+  return previous[-1]
+
+
 def _closest(name: str, candidates: Sequence[str]) -> Optional[str]:
-  found = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
-  return found[0] if found else None
+  """The candidate fewest edits away among those difflib finds similar (ties: the earlier
+  candidate, so a job's own flags before Beam's)."""
+  found = difflib.get_close_matches(name, candidates, n=5, cutoff=0.6)
+  if not found:
+    return None
+  order = {c: k for k, c in enumerate(candidates)}
+  return min(found, key=lambda c: (_edit_distance(name, c), order[c]))
 
 
 def split_beam_args(parser: argparse.ArgumentParser, unknown: List[str]) -> List[str]:
@@ -154,7 +169,7 @@ def split_beam_args(parser: argparse.ArgumentParser, unknown: List[str]) -> List
     if arg.startswith("-") and arg != "--":
       name = arg.split("=", 1)[0]
       ours = _flag_names(parser)
-      guess = _closest(name, ours) or _closest(name, _flag_names(beam_parser))
+      guess = _closest(name, ours + [f for f in _flag_names(beam_parser) if f not in ours])
       hint = f" (did you mean {guess}?)" if guess else ""
       parser.error(f"unknown flag {name}{hint}; see --help")
     parser.error(f"unexpected argument {arg!r}: every value belongs to a --flag; see --help")

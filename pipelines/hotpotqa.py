@@ -14,7 +14,8 @@ from typing import Dict, List, Optional, Sequence
 import apache_beam as beam
 
 from pipelines import cli
-from pipelines.beam import read
+from pipelines.beam import annotate, read
+from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.documents import DocumentsToRecords
@@ -31,7 +32,8 @@ EXAMPLE = r"""  python -m pipelines.hotpotqa \
 
 
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
-          header: Dict, reshuffle: bool = False) -> beam.PCollection:
+          header: Dict, reshuffle: bool = False,
+          options: AnnotationConfig = AnnotationConfig()) -> beam.PCollection:
   """Adds the HotpotQA job to ``p``; returns the PCollection holding the manifest.
 
   ``reshuffle``: spread parsed documents over workers before tokenising (for distributed
@@ -45,7 +47,8 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   stats = (raw[read.STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
   return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
           "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
-              output_dir, config, header, reshuffle=reshuffle)
+              output_dir, config, header, reshuffle=reshuffle,
+              annotator=AnnotateDocuments(options) if options.enabled else None)
 
 
 def run(input_pattern: str, output_dir: str, config: RecordsConfig,
@@ -55,7 +58,8 @@ def run(input_pattern: str, output_dir: str, config: RecordsConfig,
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  return cli.job_main(PROG, __doc__.split("\n\n")[0], EXAMPLE, "hotpotqa", build, argv)
+  return cli.job_main(PROG, __doc__.split("\n\n")[0], EXAMPLE, "hotpotqa", build, argv,
+                      add_flags=annotate.add_flags, job_options=annotate.config_from_args)
 
 
 if __name__ == "__main__":

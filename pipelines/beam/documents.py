@@ -71,6 +71,9 @@ class DocumentsToRecords(beam.PTransform):
   ``report``: ``report(manifest, output_dir, report_input)`` writes a report (e.g.
   :func:`pipelines.beam.report.write_report`) after the manifest and before ``COMPLETED``;
   ``report_input`` is the optional ``report_input`` singleton PCollection of the inputs.
+  ``annotator``: the annotation stage (Document -> Document with mentions, with ``documents``,
+  ``stats`` and ``dead_letter`` outputs; e.g. :class:`pipelines.beam.annotate.AnnotateDocuments`),
+  run before the labeller; none by default.
   ``labeller``: the labelling stage (Document -> Document with ``question.answer_spans``, with
   ``documents``, ``stats`` and ``dead_letter`` outputs); default :class:`LabelAnswers`.
   Output: a PCollection holding the manifest dict once everything is written.
@@ -78,9 +81,11 @@ class DocumentsToRecords(beam.PTransform):
 
   def __init__(self, output_dir: str, config: RecordsConfig, header: Dict[str, Any],
                reshuffle: bool = False, labeller: Optional[beam.PTransform] = None,
-               report: Optional[Callable[[Dict[str, Any], str, Any], Any]] = None):
+               report: Optional[Callable[[Dict[str, Any], str, Any], Any]] = None,
+               annotator: Optional[beam.PTransform] = None):
     super().__init__()
     self._report = report
+    self._annotator = annotator
     self._output_dir = output_dir
     self._config = config
     self._header = header
@@ -98,6 +103,11 @@ class DocumentsToRecords(beam.PTransform):
     docs = inputs["documents"]
     if self._reshuffle:
       docs = docs | "Reshuffle" >> beam.Reshuffle()
+    if self._annotator is not None:
+      annotated = docs | "Annotate" >> self._annotator
+      docs = annotated["documents"]
+      stats.append(annotated[STATS])
+      dead.append(annotated[DEAD_LETTER])
     labelled = docs | "Label" >> self._labeller
     docs = labelled["documents"]
     stats.append(labelled[STATS])

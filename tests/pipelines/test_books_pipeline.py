@@ -67,10 +67,14 @@ def test_books_job_writes_whole_books_as_sub_documents_and_reconciles(tmp_path):
 
 
 def test_books_job_flags(tmp_path, capsys):
-  with pytest.raises(SystemExit) as e:
-    books.main(["--input", "x", "--output_dir", str(tmp_path / "o"), "--ner", "spacy"])
-  assert e.value.code == 2
-  assert "--ner" in capsys.readouterr().err
+  for argv, message in ((["--ner", "stanza"], "--ner"),
+                        (["--linker", "alias"], "give --ner spacy"),
+                        (["--ner", "spacy", "--linker", "alias"], "needs --entities_dir"),
+                        (["--ner", "spacy", "--entities_dir", str(tmp_path)], "no entities/")):
+    with pytest.raises(SystemExit) as e:
+      books.main(["--input", "x", "--output_dir", str(tmp_path / "o")] + argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
   with pytest.raises(SystemExit) as e:
     books.main(["--input", "x", "--output_dir", str(tmp_path / "o"), "--nerr", "none"])
   assert e.value.code == 2

@@ -1,0 +1,207 @@
+"""The annotation stage: Document -> Document with entity mentions (NER, then entity linking).
+
+  Document --(batches of --annotate_batch_size)--> NER backend (--ner spacy: spaCy, with an
+  EntityRuler of the most linked aliases when the model is blank) --> mention spans
+  --> linker (--linker alias: commonness over the Wikipedia job's alias table) --> entity ids
+
+Heavy state (the spaCy pipeline, the alias table) is built once per worker process
+(``apache_beam.utils.shared.Shared``).  Mentions a document already has (e.g. Wikipedia links)
+are kept; NER spans overlapping them are dropped.  A document that fails is a dead letter
+(stage ``annotate``).  Counters: ``annotate/input``, ``annotate/output``, ``annotate/mentions``,
+``annotate/linked``, and the ``mentions_per_document`` distribution.  With ``--ner none`` the
+stage is not in the pipeline at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, List, Optional
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.utils import shared
+
+from schemas import entities as entities_schema
+from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.parse import failure
+from pipelines.beam.stats import STATS, BundleStats
+from pipelines.document import Document, Mention
+
+NAMESPACE = "readtwice.annotate"
+NER_CHOICES = ("none", "spacy")
+LINKER_CHOICES = ("none", "alias")
+
+
+@dataclasses.dataclass(frozen=True)
+class AnnotationConfig:
+  ner: str = "none"
+  spacy_model: str = "blank:en"
+  linker: str = "none"
+  entities_dir: Optional[str] = None  # a Wikipedia job's output dir (its entities/)
+  linker_min_count: int = 2
+  linker_min_probability: float = 0.5
+  ruler_patterns: int = 100_000  # most linked aliases, as EntityRuler patterns
+  batch_size: int = 64
+
+  def __post_init__(self):
+    if self.ner not in NER_CHOICES:
+      raise ValueError(f"--ner must be one of {NER_CHOICES}, got {self.ner!r}")
+    if self.linker not in LINKER_CHOICES:
+      raise ValueError(f"--linker must be one of {LINKER_CHOICES}, got {self.linker!r}")
+    if self.linker == "alias" and self.ner == "none":
+      raise ValueError("--linker alias links the mentions --ner finds: give --ner spacy too")
+    if self.linker == "alias" and not self.entities_dir:
+      raise ValueError("--linker alias needs --entities_dir (a Wikipedia job's output dir)")
+    if self.entities_dir and not os.path.isdir(os.path.join(self.entities_dir,
+                                                            entities_schema.ENTITIES_DIR)):
+      raise ValueError(f"--entities_dir {self.entities_dir!r} has no "
+                       f"{entities_schema.ENTITIES_DIR}/ (run python -m pipelines.wikipedia)")
+    if self.batch_size < 1:
+      raise ValueError(f"--annotate_batch_size must be >= 1, got {self.batch_size}")
+    if self.ruler_patterns < 0:
+      raise ValueError(f"--ruler_patterns must be >= 0, got {self.ruler_patterns}")
+
+  @property
+  def enabled(self) -> bool:
+    return self.ner != "none"
+
+  def describe(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+
+def add_flags(group) -> None:
+  """The annotation flags of a job."""
+  d = AnnotationConfig()
+  group.add_argument("--ner", default=d.ner, choices=NER_CHOICES,
+                     help="entity mentions: spacy (offline: a blank model with an EntityRuler "
+                          "of the most linked aliases of --entities_dir) (default: %(default)s)")
+  group.add_argument("--spacy_model", default=d.spacy_model,
+                     help="blank:<lang> or an installed spaCy model package name "
+                          "(default: %(default)s)")
+  group.add_argument("--linker", default=d.linker, choices=LINKER_CHOICES,
+                     help="entity ids for the mentions: alias (commonness over the alias table "
+                          "of --entities_dir) (default: %(default)s)")
+  group.add_argument("--entities_dir", default=None,
+                     help="output dir of python -m pipelines.wikipedia (entity vocabulary and "
+                          "alias table)")
+  group.add_argument("--linker_min_count", type=int, default=d.linker_min_count,
+                     help="links an (alias, entity) pair needs (default: %(default)s)")
+  group.add_argument("--linker_min_probability", type=float, default=d.linker_min_probability,
+                     help="smallest p(entity | alias) to link (default: %(default)s)")
+  group.add_argument("--ruler_patterns", type=int, default=d.ruler_patterns,
+                     help="most linked aliases used as EntityRuler patterns (default: "
+                          "%(default)s)")
+  group.add_argument("--annotate_batch_size", type=int, default=d.batch_size,
+                     help="documents per nlp.pipe call (default: %(default)s)")
+
+
+def config_from_args(args) -> AnnotationConfig:
+  return AnnotationConfig(ner=args.ner, spacy_model=args.spacy_model, linker=args.linker,
+                          entities_dir=args.entities_dir, linker_min_count=args.linker_min_count,
+                          linker_min_probability=args.linker_min_probability,
+                          ruler_patterns=args.ruler_patterns, batch_size=args.annotate_batch_size)
+
+
+class _Annotators:
+  """The per-process NER backend and linker (held through ``Shared``)."""
+
+  def __init__(self, config: AnnotationConfig):
+    from pipelines.entities import linker as linker_lib  # pylint: disable=g-import-not-at-top
+    from pipelines.entities import ner  # pylint: disable=g-import-not-at-top
+    self.linker = None
+    patterns: List[str] = []
+    if config.entities_dir:
+      entities = os.path.join(config.entities_dir, entities_schema.ENTITIES_DIR)
+      if config.linker == "alias":
+        self.linker = linker_lib.AliasLinker.from_directory(
+            entities, linker_lib.LinkerConfig(min_count=config.linker_min_count,
+                                              min_probability=config.linker_min_probability))
+      if config.spacy_model.startswith(ner.SPACY_BLANK_PREFIX) and config.ruler_patterns:
+        patterns = most_linked_aliases(entities, config.ruler_patterns)
+    self.backend = ner.SpacyBackend(config.spacy_model, patterns,
+                                    batch_size=config.batch_size)
+
+
+def most_linked_aliases(entities_dir: str, limit: int) -> List[str]:
+  """The ``limit`` aliases linked most often to an entity of the vocabulary."""
+  import glob  # pylint: disable=g-import-not-at-top
+  table = entities_schema.read_aliases(sorted(glob.glob(
+      os.path.join(entities_dir, f"{entities_schema.ALIASES_PREFIX}-*.parquet"))))
+  totals: Dict[str, int] = {}
+  for alias, entity_id, count in zip(table.column("alias").to_pylist(),
+                                     table.column("entity_id").to_pylist(),
+                                     table.column("count").to_pylist()):
+    if entity_id and alias.strip():
+      totals[alias] = totals.get(alias, 0) + count
+  return [a for a, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
+
+
+class _AnnotateFn(beam.DoFn):
+  """A batch of Documents -> Documents with mentions (+ stats, dead letters)."""
+
+  def __init__(self, config: AnnotationConfig, handle: shared.Shared):
+    self._config = config
+    self._handle = handle
+
+  def setup(self):
+    self._annotators = self._handle.acquire(lambda: _Annotators(self._config))
+    self._mentions = Metrics.counter(NAMESPACE, "mentions")
+    self._linked = Metrics.counter(NAMESPACE, "linked")
+
+  def start_bundle(self):
+    self._stats = BundleStats()
+
+  def process(self, batch: List[Document]):
+    self._stats.count("annotate/input", len(batch))
+    try:
+      spans = self._annotators.backend.annotate([d.text for d in batch])
+    except Exception:  # pylint: disable=broad-except  # find the document(s) that fail
+      spans = []
+      for doc in batch:
+        try:
+          spans.append(self._annotators.backend.annotate([doc.text])[0])
+        except Exception as e:  # pylint: disable=broad-except
+          spans.append(None)
+          yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("annotate", doc.source_id, e))
+    for doc, found in zip(batch, spans):
+      if found is not None:
+        yield self._annotate(doc, found)
+
+  def _annotate(self, doc: Document, found) -> Document:
+    taken = sorted((m.begin, m.end) for m in doc.mentions)
+    linker = self._annotators.linker
+    added = []
+    for begin, end, _ in found:
+      if any(b < end and begin < e for b, e in taken):
+        continue
+      entity_id = linker.link(doc.text[begin:end]) if linker is not None else 0
+      added.append(Mention(begin, end, entity_id=entity_id))
+    linked = sum(1 for m in added if m.entity_id)
+    self._stats.count("annotate/output")
+    self._stats.count("annotate/mentions", len(added))
+    self._stats.count("annotate/linked", linked)
+    self._stats.observe("annotate/mentions_per_document", len(added))
+    self._mentions.inc(len(added))
+    self._linked.inc(linked)
+    mentions = tuple(sorted(doc.mentions + tuple(added), key=lambda m: (m.begin, m.end)))
+    return dataclasses.replace(doc, mentions=mentions)
+
+  def finish_bundle(self):
+    yield from self._stats.emit()
+
+
+class AnnotateDocuments(beam.PTransform):
+  """Documents -> Documents with entity mentions; outputs ``dead_letter`` and ``stats``."""
+
+  def __init__(self, config: AnnotationConfig):
+    super().__init__()
+    self._config = config
+    self._handle = shared.Shared()
+
+  def expand(self, docs: beam.PCollection) -> Dict[str, beam.PCollection]:
+    n = self._config.batch_size
+    out = (docs | "Batch" >> beam.BatchElements(min_batch_size=n, max_batch_size=n)
+           | "Annotate" >> beam.ParDo(_AnnotateFn(self._config, self._handle)).with_outputs(
+               DEAD_LETTER, STATS, main="documents"))
+    return {"documents": out.documents, DEAD_LETTER: out[DEAD_LETTER], STATS: out[STATS]}
