@@ -17,6 +17,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ("read_memory.py", ["--sizes_mb", "1,2"]),
     ("segment_windows.py", ["--repeats", "1", "--calls", "3"]),
     ("wikipedia_throughput.py", ["--pages", "60", "--words_per_page", "100", "--pairs", "1"]),
+    ("ner_throughput.py", ["--pages", "40", "--pairs", "1"]),
 ])
 def test_benchmark_prints_its_figure_last(script, args):
   proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script)] + args,

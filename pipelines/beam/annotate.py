@@ -8,7 +8,8 @@ Heavy state (the spaCy pipeline, the alias table) is built once per worker proce
 (``apache_beam.utils.shared.Shared``).  Mentions a document already has (e.g. Wikipedia links)
 are kept; NER spans overlapping them are dropped.  A document that fails is a dead letter
 (stage ``annotate``).  Counters: ``annotate/input``, ``annotate/output``, ``annotate/mentions``,
-``annotate/linked``, and the ``mentions_per_document`` distribution.  With ``--ner none`` the
+``annotate/linked``, ``annotate/words``, ``annotate/busy_ms`` (the stage's own time) and the
+``mentions_per_document`` distribution.  With ``--ner none`` the
 stage is not in the pipeline at all.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from typing import Any, Dict, List, Optional
 
 import apache_beam as beam
@@ -31,6 +33,7 @@ from pipelines.document import Document, Mention
 NAMESPACE = "readtwice.annotate"
 NER_CHOICES = ("none", "spacy")
 LINKER_CHOICES = ("none", "alias")
+_MAX_MEMO = 1_000_000  # surface forms whose entity id a worker remembers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,10 +124,27 @@ class _Annotators:
         patterns = most_linked_aliases(entities, config.ruler_patterns)
     self.backend = ner.SpacyBackend(config.spacy_model, patterns,
                                     batch_size=config.batch_size)
+    self.backend.nlp  # pylint: disable=pointless-statement  # built now, not in the 1st bundle
+    self._links: Dict[str, int] = {}
+
+  def link(self, text: str) -> int:
+    """The entity id of a mention's text (0 without a linker), memoised: the same surface
+    forms come back again and again."""
+    if self.linker is None:
+      return 0
+    entity_id = self._links.get(text)
+    if entity_id is None:
+      if len(self._links) >= _MAX_MEMO:
+        self._links.clear()
+      entity_id = self._links[text] = self.linker.link(text)
+    return entity_id
 
 
 def most_linked_aliases(entities_dir: str, limit: int) -> List[str]:
-  """The ``limit`` aliases linked most often to an entity of the vocabulary."""
+  """The ``limit`` aliases linked most often to an entity of the vocabulary, leaving out
+  those shorter than 3 characters and English stop words (anchors such as "the" or "here"
+  are links, but as patterns they would match everywhere)."""
+  from spacy.lang.en.stop_words import STOP_WORDS  # pylint: disable=g-import-not-at-top
   import glob  # pylint: disable=g-import-not-at-top
   table = entities_schema.read_aliases(sorted(glob.glob(
       os.path.join(entities_dir, f"{entities_schema.ALIASES_PREFIX}-*.parquet"))))
@@ -132,7 +152,8 @@ def most_linked_aliases(entities_dir: str, limit: int) -> List[str]:
   for alias, entity_id, count in zip(table.column("alias").to_pylist(),
                                      table.column("entity_id").to_pylist(),
                                      table.column("count").to_pylist()):
-    if entity_id and alias.strip():
+    text = alias.strip()
+    if entity_id and len(text) >= 3 and text.lower() not in STOP_WORDS:
       totals[alias] = totals.get(alias, 0) + count
   return [a for a, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
@@ -153,7 +174,11 @@ class _AnnotateFn(beam.DoFn):
     self._stats = BundleStats()
 
   def process(self, batch: List[Document]):
+    # The outputs are made before any is yielded, so that ``annotate/busy_ms`` (this stage's
+    # own time, for benchmarks/ner_throughput.py) excludes the stages fused after it.
+    start = time.perf_counter()
     self._stats.count("annotate/input", len(batch))
+    out: List[Any] = []
     try:
       spans = self._annotators.backend.annotate([d.text for d in batch])
     except Exception:  # pylint: disable=broad-except  # find the document(s) that fail
@@ -163,20 +188,21 @@ class _AnnotateFn(beam.DoFn):
           spans.append(self._annotators.backend.annotate([doc.text])[0])
         except Exception as e:  # pylint: disable=broad-except
           spans.append(None)
-          yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("annotate", doc.source_id, e))
-    for doc, found in zip(batch, spans):
-      if found is not None:
-        yield self._annotate(doc, found)
+          out.append(beam.pvalue.TaggedOutput(DEAD_LETTER, failure("annotate", doc.source_id,
+                                                                   e)))
+    out += [self._annotate(doc, found) for doc, found in zip(batch, spans) if found is not None]
+    self._stats.count("annotate/busy_ms", int(round(1000 * (time.perf_counter() - start))))
+    self._stats.count("annotate/words", sum(len(d.text.split()) for d in batch))
+    yield from out
 
   def _annotate(self, doc: Document, found) -> Document:
-    taken = sorted((m.begin, m.end) for m in doc.mentions)
-    linker = self._annotators.linker
+    taken = [(m.begin, m.end) for m in doc.mentions]
+    link = self._annotators.link
     added = []
     for begin, end, _ in found:
-      if any(b < end and begin < e for b, e in taken):
+      if taken and any(b < end and begin < e for b, e in taken):
         continue
-      entity_id = linker.link(doc.text[begin:end]) if linker is not None else 0
-      added.append(Mention(begin, end, entity_id=entity_id))
+      added.append(Mention(begin, end, entity_id=link(doc.text[begin:end])))
     linked = sum(1 for m in added if m.entity_id)
     self._stats.count("annotate/output")
     self._stats.count("annotate/mentions", len(added))

@@ -54,7 +54,10 @@ def test_books_get_linked_mentions(tmp_path, entities_dir):
   assert _mentions(out, entities_dir) == [("France", "France"), ("Paris", "Paris"), ("seine", "Seine")]
   with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
     m = manifest_schema.loads(f.read())
-  assert m["stages"]["annotate"] == {"input": 1, "output": 1, "mentions": 3, "linked": 3}
+  stage = m["stages"]["annotate"]
+  assert {k: stage[k] for k in ("input", "output", "mentions", "linked", "words")} == {
+      "input": 1, "output": 1, "mentions": 3, "linked": 3, "words": 10}
+  assert stage["busy_ms"] >= 0
   assert m["config"]["ner"] == "spacy" and m["config"]["linker"] == "alias"
   assert m["distributions"]["mentions_per_document"]["max"] == 3
 
