@@ -198,11 +198,9 @@ class _AnnotateFn(beam.DoFn):
   def _annotate(self, doc: Document, found) -> Document:
     taken = [(m.begin, m.end) for m in doc.mentions]
     link = self._annotators.link
-    added = []
-    for begin, end, _ in found:
-      if taken and any(b < end and begin < e for b, e in taken):
-        continue
-      added.append(Mention(begin, end, entity_id=link(doc.text[begin:end])))
+    text = doc.text
+    added = [Mention(begin, end, link(text[begin:end])) for begin, end, _ in found
+             if not (taken and any(b < end and begin < e for b, e in taken))]
     linked = sum(1 for m in added if m.entity_id)
     self._stats.count("annotate/output")
     self._stats.count("annotate/mentions", len(added))
@@ -210,7 +208,8 @@ class _AnnotateFn(beam.DoFn):
     self._stats.observe("annotate/mentions_per_document", len(added))
     self._mentions.inc(len(added))
     self._linked.inc(linked)
-    mentions = tuple(sorted(doc.mentions + tuple(added), key=lambda m: (m.begin, m.end)))
+    mentions = (tuple(sorted(doc.mentions + tuple(added), key=lambda m: (m.begin, m.end)))
+                if doc.mentions else tuple(added))  # spaCy's entities come sorted
     return dataclasses.replace(doc, mentions=mentions)
 
   def finish_bundle(self):
