@@ -6,7 +6,9 @@
 
 Heavy state (the spaCy pipeline, the alias table) is built once per worker process
 (``apache_beam.utils.shared.Shared``).  Mentions a document already has (e.g. Wikipedia links)
-are kept; NER spans overlapping them are dropped.  A document that fails is a dead letter
+are kept; NER spans overlapping them are dropped.  A mention whose text is the title of one of
+its document's paragraphs (HotpotQA's titles are Wikipedia titles), or that title without its
+"(qualifier)", gets that entity's id when the vocabulary has it (``annotate/linked_by_title``).  A document that fails is a dead letter
 (stage ``annotate``).  Counters: ``annotate/input``, ``annotate/output``, ``annotate/mentions``,
 ``annotate/linked``, ``annotate/words``, ``annotate/busy_ms`` (the stage's own time) and the
 ``mentions_per_document`` distribution.  With ``--ner none`` the
@@ -113,6 +115,8 @@ class _Annotators:
     from pipelines.entities import linker as linker_lib  # pylint: disable=g-import-not-at-top
     from pipelines.entities import ner  # pylint: disable=g-import-not-at-top
     self.linker = None
+    self.normalize = linker_lib.normalize
+    self.title_ids: Dict[str, int] = {}  # entity title -> id, for titles a source knows
     patterns: List[str] = []
     if config.entities_dir:
       entities = os.path.join(config.entities_dir, entities_schema.ENTITIES_DIR)
@@ -120,6 +124,10 @@ class _Annotators:
         self.linker = linker_lib.AliasLinker.from_directory(
             entities, linker_lib.LinkerConfig(min_count=config.linker_min_count,
                                               min_probability=config.linker_min_probability))
+        vocabulary = entities_schema.read_vocabulary(
+            os.path.join(entities, entities_schema.VOCABULARY_FILE))
+        self.title_ids = dict(zip(vocabulary.column("title").to_pylist(),
+                                  vocabulary.column("entity_id").to_pylist()))
       if config.spacy_model.startswith(ner.SPACY_BLANK_PREFIX) and config.ruler_patterns:
         patterns = most_linked_aliases(entities, config.ruler_patterns)
     self.backend = ner.SpacyBackend(config.spacy_model, patterns,
@@ -197,10 +205,27 @@ class _AnnotateFn(beam.DoFn):
 
   def _annotate(self, doc: Document, found) -> Document:
     taken = [(m.begin, m.end) for m in doc.mentions]
-    link = self._annotators.link
+    annotators = self._annotators
+    link = annotators.link
+    # Paragraph titles that are entity titles (HotpotQA's are Wikipedia titles): a mention
+    # whose text is such a title is that entity, whatever the alias prior says.
+    known = {}
+    if annotators.title_ids:
+      for p in doc.paragraphs:
+        entity_id = annotators.title_ids.get(p.title)
+        if entity_id:
+          known[annotators.normalize(p.title)] = entity_id
+          known.setdefault(annotators.normalize(p.title.split(" (")[0]), entity_id)
     text = doc.text
-    added = [Mention(begin, end, link(text[begin:end])) for begin, end, _ in found
-             if not (taken and any(b < end and begin < e for b, e in taken))]
+    added = []
+    for begin, end, _ in found:
+      if taken and any(b < end and begin < e for b, e in taken):
+        continue
+      surface = text[begin:end]
+      entity_id = known.get(annotators.normalize(surface)) if known else None
+      if entity_id:
+        self._stats.count("annotate/linked_by_title")
+      added.append(Mention(begin, end, entity_id or link(surface)))
     linked = sum(1 for m in added if m.entity_id)
     self._stats.count("annotate/output")
     self._stats.count("annotate/mentions", len(added))

@@ -74,3 +74,19 @@ def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir):
   assert all(title is not None for _, title in found)  # all linked: no unknown ids here
   summary = json.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   assert summary["stages"]["annotate"]["linked"] == len(found)
+
+
+def test_hotpotqa_paragraph_titles_link_their_mentions(tmp_path, entities_dir):
+  # With an alias prior too strict to link anything, a mention equal to its paragraph's title
+  # still gets that title's entity; others stay unknown.
+  path = write_json(tmp_path / "h.json", [hotpot_record(
+      "q1", "How long is it?", "long",
+      [["Seine", ["The Seine is long.", " It is not in France at all."]]])])
+  out = str(tmp_path / "out")
+  flags = ["--ner", "spacy", "--linker", "alias", "--linker_min_count", "99"]
+  assert hotpotqa.main(["--input", path, "--output_dir", out, "--entities_dir", entities_dir]
+                       + flags + SMALL) == 0
+  found = set(_mentions(out, entities_dir))
+  assert found == {("Seine", "Seine"), ("France", None)}
+  m = json.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
+  assert m["stages"]["annotate"]["linked_by_title"] >= 1
