@@ -19,7 +19,9 @@ Pure pyarrow: importable by the pipelines, the trainer and the inspector.
 
 from __future__ import annotations
 
+import glob
 import io
+import os
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 import pyarrow as pa
@@ -88,6 +90,16 @@ def _check(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
 def read_vocabulary(path: str) -> pa.Table:
   """A ``vocabulary.parquet`` file (local or any pyarrow filesystem path), checked."""
   return _check(pq.read_table(path), VOCABULARY_SCHEMA, path)
+
+
+def alias_paths(entities_dir: str) -> List[str]:
+  """The ``aliases-*.parquet`` files directly under a (local) ``<output_dir>/entities``
+  folder, sorted; FileNotFoundError when there is none."""
+  pattern = os.path.join(entities_dir, f"{ALIASES_PREFIX}-*.parquet")
+  paths = sorted(glob.glob(pattern))
+  if not paths:
+    raise FileNotFoundError(f"no alias files match {pattern}")
+  return paths
 
 
 def read_aliases(paths: Sequence[str]) -> pa.Table:

@@ -31,6 +31,7 @@ from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.parse import failure
 from pipelines.beam.stats import STATS, BundleStats
 from pipelines.document import Document, Mention
+from pipelines.text import wikitext
 
 NAMESPACE = "readtwice.annotate"
 NER_CHOICES = ("none", "spacy")
@@ -120,16 +121,18 @@ class _Annotators:
     patterns: List[str] = []
     if config.entities_dir:
       entities = os.path.join(config.entities_dir, entities_schema.ENTITIES_DIR)
+      # Read once: the linker and the ruler patterns both come from the alias table.
+      aliases = entities_schema.read_aliases(entities_schema.alias_paths(entities))
       if config.linker == "alias":
-        self.linker = linker_lib.AliasLinker.from_directory(
-            entities, linker_lib.LinkerConfig(min_count=config.linker_min_count,
-                                              min_probability=config.linker_min_probability))
+        self.linker = linker_lib.AliasLinker(
+            aliases, linker_lib.LinkerConfig(min_count=config.linker_min_count,
+                                             min_probability=config.linker_min_probability))
         vocabulary = entities_schema.read_vocabulary(
             os.path.join(entities, entities_schema.VOCABULARY_FILE))
         self.title_ids = dict(zip(vocabulary.column("title").to_pylist(),
                                   vocabulary.column("entity_id").to_pylist()))
       if config.spacy_model.startswith(ner.SPACY_BLANK_PREFIX) and config.ruler_patterns:
-        patterns = most_linked_aliases(entities, config.ruler_patterns)
+        patterns = most_linked_aliases(aliases, config.ruler_patterns)
     self.backend = ner.SpacyBackend(config.spacy_model, patterns,
                                     batch_size=config.batch_size)
     self.backend.nlp  # pylint: disable=pointless-statement  # built now, not in the 1st bundle
@@ -148,14 +151,12 @@ class _Annotators:
     return entity_id
 
 
-def most_linked_aliases(entities_dir: str, limit: int) -> List[str]:
-  """The ``limit`` aliases linked most often to an entity of the vocabulary, leaving out
-  those shorter than 3 characters and English stop words (anchors such as "the" or "here"
-  are links, but as patterns they would match everywhere)."""
+def most_linked_aliases(table, limit: int) -> List[str]:
+  """The ``limit`` aliases of an alias table (:func:`schemas.entities.read_aliases`) linked
+  most often to an entity of the vocabulary, leaving out those shorter than 3 characters and
+  English stop words (anchors such as "the" or "here" are links, but as patterns they would
+  match everywhere)."""
   from spacy.lang.en.stop_words import STOP_WORDS  # pylint: disable=g-import-not-at-top
-  import glob  # pylint: disable=g-import-not-at-top
-  table = entities_schema.read_aliases(sorted(glob.glob(
-      os.path.join(entities_dir, f"{entities_schema.ALIASES_PREFIX}-*.parquet"))))
   totals: Dict[str, int] = {}
   for alias, entity_id, count in zip(table.column("alias").to_pylist(),
                                      table.column("entity_id").to_pylist(),
@@ -215,7 +216,8 @@ class _AnnotateFn(beam.DoFn):
         entity_id = annotators.title_ids.get(p.title)
         if entity_id:
           known[annotators.normalize(p.title)] = entity_id
-          known.setdefault(annotators.normalize(p.title.split(" (")[0]), entity_id)
+          known.setdefault(annotators.normalize(wikitext.without_qualifier(p.title)),
+                           entity_id)
     text = doc.text
     added = []
     for begin, end, _ in found:

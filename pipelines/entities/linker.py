@@ -20,8 +20,6 @@ alias -> ``(total, ((entity_id, title, count), ...))`` with the entities sorted 
 from __future__ import annotations
 
 import dataclasses
-import glob
-import os
 import re
 import unicodedata
 from typing import Dict, List, Tuple
@@ -146,11 +144,7 @@ class AliasLinker:
                      ) -> "AliasLinker":
     """The linker over every ``aliases-*.parquet`` directly under ``entities_dir`` (a local
     ``<output_dir>/entities`` folder), read with :func:`schemas.entities.read_aliases`."""
-    pattern = os.path.join(entities_dir, f"{entities_schema.ALIASES_PREFIX}-*.parquet")
-    paths = sorted(glob.glob(pattern))
-    if not paths:
-      raise FileNotFoundError(f"no alias files match {pattern}")
-    return cls(entities_schema.read_aliases(paths), config)
+    return cls(entities_schema.read_aliases(entities_schema.alias_paths(entities_dir)), config)
 
   def __len__(self) -> int:
     """The number of distinct normalised aliases."""

@@ -550,6 +550,11 @@ def _normalise(raw: str):
   return text, mapper
 
 
+def without_qualifier(title: str) -> str:
+  """A title without its trailing "(qualifier)": "Mercury (planet)" -> "Mercury"."""
+  return _PARENTHETICAL.sub("", title).strip()
+
+
 def _self_mention_pattern(title: Title, given: str) -> re.Pattern:
   """Matches the normalised title, the title as given (``_`` -> space; differs for first-letter
   case: "iPhone" vs "IPhone"), and both without a trailing "(disambiguator)", at word bounds."""
@@ -557,7 +562,7 @@ def _self_mention_pattern(title: Title, given: str) -> re.Pattern:
   for name in (title.text, _SPACES.sub(" ", given).strip()):
     if name and _INVALID_TITLE_CHARS.isdisjoint(name):
       names.add(name)
-      stripped = _PARENTHETICAL.sub("", name).strip()
+      stripped = without_qualifier(name)
       if stripped:
         names.add(stripped)
   alternatives = "|".join(re.escape(s) for s in sorted(names, key=len, reverse=True))
