@@ -14,7 +14,7 @@ explicit sub-documents) and written with ``documents/``, ``dead_letter/``, ``ski
 from __future__ import annotations
 
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 
@@ -44,10 +44,6 @@ def parse_file(raw: bytes, source_id: str):
   return reader.parse_book_with_stats(raw, source_id)
 
 
-def _report(manifest: Dict[str, Any], output_dir: str, _unused=None) -> None:
-  report_lib.write_report(manifest, output_dir)
-
-
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
           header: Dict, reshuffle: bool = False,
           options: AnnotationConfig = AnnotationConfig()) -> beam.PCollection:
@@ -58,7 +54,7 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   stats = (raw[STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
   return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
           "input_count": raw[INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
-              output_dir, config, header, reshuffle=False, report=_report,
+              output_dir, config, header, reshuffle=False, report=report_lib.write_report,
               annotator=AnnotateDocuments(options) if options.enabled else None)
 
 

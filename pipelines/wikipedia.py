@@ -98,10 +98,6 @@ def options_from_args(args) -> WikipediaOptions:
       streams_per_split=args.streams_per_split, max_splits=args.max_splits, index=args.index)
 
 
-def _report(manifest: Dict[str, Any], output_dir: str, vocabulary) -> None:
-  report_lib.write_report(manifest, output_dir, vocabulary)
-
-
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
           header: Dict, reshuffle: bool = False,
           options: WikipediaOptions = WikipediaOptions()) -> beam.PCollection:
@@ -128,7 +124,7 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
           "entity_table": tables["entity_table"], "report_input": tables["vocabulary"],
           "other_files": tables["files"],
           } | "ToRecords" >> DocumentsToRecords(output_dir, config, header, reshuffle=False,
-                                                report=_report)
+                                                report=report_lib.write_report)
 
 
 def run(input_pattern: str, output_dir: str, config: RecordsConfig,
