@@ -249,7 +249,7 @@ JobBuilder = Callable[[Any, List[str], str, RecordsConfig, Dict[str, Any], bool]
 
 def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
             config: RecordsConfig, beam_args: Optional[Sequence[str]] = None,
-            overwrite: bool = False, job_config: Optional[Dict[str, Any]] = None,
+            overwrite: bool = False, options: Any = None,
             outputs: Sequence[str] = ()) -> Dict[str, Any]:
   """Runs a job to completion; returns the manifest (also written to ``output_dir``).
 
@@ -257,9 +257,10 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
   output (unless ``overwrite``), and after a failure deletes the temporary files (and the
   output dir if the job created it and left it empty).  Raises FileNotFoundError if
   ``input_pattern`` matches no file, FileExistsError for an earlier run's output, UserError (or
-  the runner's wrapping of it) if the input is unusable.  ``job_config``: the job's own
-  settings, recorded in the manifest's ``config``; ``outputs``: patterns (under
-  ``output_dir``) of files the job writes besides the common ones (for ``--overwrite``).
+  the runner's wrapping of it) if the input is unusable.  ``options``: the job's own settings
+  (an object with ``describe()``, or a dataclass), passed to ``build`` as ``options=`` and
+  recorded in the manifest's ``config``; ``outputs``: patterns (under ``output_dir``) of files
+  the job writes besides the common ones (for ``--overwrite``).
   """
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   from pipelines.beam import writer  # pylint: disable=g-import-not-at-top
@@ -272,7 +273,10 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
               + (f", ... ({len(inputs) - 5} more)" if len(inputs) > 5 else ""))
   existed = writer.prepare_output_dir(output_dir, overwrite, outputs)
   header = manifest_header(job, config, input_pattern, inputs)
-  header["config"].update(job_config or {})
+  if options is not None:
+    build = functools.partial(build, options=options)
+    header["config"].update(options.describe() if hasattr(options, "describe")
+                            else dataclasses.asdict(options))
   LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
               output_dir)
   p = make_pipeline(beam_args)
@@ -313,20 +317,17 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
     add_flags(parser.add_argument_group(f"{job} settings"))
   args, beam_args = parse(parser, argv)
   config = records_config(parser, args)
-  job_config: Dict[str, Any] = {}
+  options = None
   if job_options is not None:
     try:
       options = job_options(args)
     except ValueError as e:
       parser.error(str(e))
-    build = functools.partial(build, options=options)
-    job_config = (options.describe() if hasattr(options, "describe")
-                  else dataclasses.asdict(options))
   setup_logging(args.log_level)
 
   def body():
     m = run_job(job, build, args.input, args.output_dir, config, beam_args, args.overwrite,
-                job_config, outputs)
+                options, outputs)
     c = m["counts"]
     LOGGER.info("done: %d input, %d written, %d skipped, %d rejected -> %s", c["input"],
                 c["written"], c["skipped"], c["rejected"], args.output_dir)

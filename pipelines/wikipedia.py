@@ -131,9 +131,8 @@ def run(input_pattern: str, output_dir: str, config: RecordsConfig,
         options: WikipediaOptions = WikipediaOptions(),
         beam_args: Optional[Sequence[str]] = None, overwrite: bool = False) -> Dict:
   """Runs the job to completion; returns the manifest (see :func:`pipelines.cli.run_job`)."""
-  import functools  # pylint: disable=g-import-not-at-top
-  return cli.run_job("wikipedia", functools.partial(build, options=options), input_pattern,
-                     output_dir, config, beam_args, overwrite, options.describe(), OUTPUTS)
+  return cli.run_job("wikipedia", build, input_pattern, output_dir, config, beam_args, overwrite,
+                     options, OUTPUTS)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
