@@ -103,12 +103,17 @@ def _write_aliases(element: Tuple[int, bytes], out: str, partitions: int,
   rows = [(a, ids.get(t, entities_schema.UNKNOWN_ENTITY_ID), t, n) for a, t, n in
           pickle.loads(block)]
   name = writer.shard_name(entities_schema.ALIASES_PREFIX, partition, partitions, ".parquet")
-  size = writer.write_atomically(FileSystems.join(out, name),
-                                 [entities_schema.aliases_bytes(rows)])
-  writer.LOGGER.info("wrote %s: %d rows, %.1f MB", FileSystems.join(out, name), len(rows),
-                     size / 1e6)
-  return {"path": f"{entities_schema.ENTITIES_DIR}/{name}", "rows": len(rows), "bytes": size,
-          "kind": "aliases"}
+  return _write_table(out, name, entities_schema.aliases_bytes(rows), len(rows), "aliases")
+
+
+def _write_table(out: str, name: str, data: bytes, rows: int, kind: str) -> Dict[str, Any]:
+  """Writes one Parquet file under ``out`` (``<output_dir>/entities``); its stats for the
+  manifest (``path`` relative to the output dir)."""
+  path = FileSystems.join(out, name)
+  size = writer.write_atomically(path, [data])
+  writer.LOGGER.info("wrote %s: %d rows, %.1f MB", path, rows, size / 1e6)
+  return {"path": f"{entities_schema.ENTITIES_DIR}/{name}", "rows": rows, "bytes": size,
+          "kind": kind}
 
 
 class BuildEntityTables(beam.PTransform):
@@ -118,7 +123,7 @@ class BuildEntityTables(beam.PTransform):
   Writes ``entities/vocabulary.parquet`` and ``entities/aliases-*.parquet`` under
   ``output_dir``.  Outputs a dict: ``entity_table`` ((raw title, id) for every linked raw
   title whose resolved title has an id: the records' writer side input), ``vocabulary`` (one
-  list of (id, title, count) rows), ``shards`` (the written files' stats) and ``stats``
+  list of (id, title, count) rows), ``files`` (the written files' stats) and ``stats``
   (counters for the manifest: ``entities/...``).
   """
 
@@ -161,8 +166,6 @@ class BuildEntityTables(beam.PTransform):
 
 
 def _write_vocabulary(rows: List[Tuple[int, str, int]], out: str) -> Dict[str, Any]:
-  path = FileSystems.join(out, entities_schema.VOCABULARY_FILE)
-  size = writer.write_atomically(path, [entities_schema.vocabulary_bytes(rows)])
-  return {"path": f"{entities_schema.ENTITIES_DIR}/{entities_schema.VOCABULARY_FILE}",
-          "rows": len(rows), "bytes": size, "kind": "vocabulary"}
+  return _write_table(out, entities_schema.VOCABULARY_FILE,
+                      entities_schema.vocabulary_bytes(rows), len(rows), "vocabulary")
 
