@@ -146,8 +146,12 @@ def _edit_distance(a: str, b: str) -> int:
 
 
 def _closest(name: str, candidates: Sequence[str]) -> Optional[str]:
-  """The candidate fewest edits away among those difflib finds similar (ties: the earlier
-  candidate, so a job's own flags before Beam's)."""
+  """The only candidate that ``name`` abbreviates, else the candidate fewest edits away among
+  those difflib finds similar (ties: the earlier candidate, so a job's own flags before
+  Beam's)."""
+  started = [c for c in candidates if c.startswith(name)]
+  if len(started) == 1:
+    return started[0]
   found = difflib.get_close_matches(name, candidates, n=5, cutoff=0.6)
   if not found:
     return None
@@ -251,7 +255,8 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
             config: RecordsConfig, beam_args: Optional[Sequence[str]] = None,
             overwrite: bool = False, options: Any = None,
             outputs: Sequence[str] = ()) -> Dict[str, Any]:
-  """Runs a job to completion; returns the manifest (also written to ``output_dir``).
+  """Runs a job to completion; returns the manifest (also written to ``output_dir``), or for
+  a dry run (``options.dry_run_file`` set) that file's JSON, with nothing else written.
 
   Logs what is read and where it is written, refuses an output dir holding an earlier run's
   output (unless ``overwrite``), and after a failure deletes the temporary files (and the
@@ -271,14 +276,20 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
               sum(i["bytes"] for i in inputs) / 1e6,
               ", ".join(f"{i['path']} ({i['bytes'] / 1e6:,.1f} MB)" for i in inputs[:5])
               + (f", ... ({len(inputs) - 5} more)" if len(inputs) > 5 else ""))
-  existed = writer.prepare_output_dir(output_dir, overwrite, outputs)
+  # A dry run (options.dry_run_file) writes only that file: earlier output stays untouched.
+  dry_run_file = getattr(options, "dry_run_file", None)
+  existed = (FileSystems.exists(output_dir) if dry_run_file
+             else writer.prepare_output_dir(output_dir, overwrite, outputs))
   header = manifest_header(job, config, input_pattern, inputs)
   if options is not None:
     build = functools.partial(build, options=options)
     header["config"].update(options.describe() if hasattr(options, "describe")
                             else dataclasses.asdict(options))
-  LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
-              output_dir)
+  if dry_run_file:
+    LOGGER.info("dry run: writing only %s", FileSystems.join(output_dir, dry_run_file))
+  else:
+    LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
+                output_dir)
   p = make_pipeline(beam_args)
   build(p, [i["path"] for i in inputs], output_dir, config, header, not is_local(beam_args))
   try:
@@ -286,6 +297,9 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
   except BaseException:
     writer.clean_up_failed_run(output_dir, existed)
     raise
+  if dry_run_file:
+    with FileSystems.open(FileSystems.join(output_dir, dry_run_file)) as f:
+      return json.loads(f.read().decode("utf-8"))
   with FileSystems.open(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)) as f:
     return manifest_schema.loads(f.read().decode("utf-8"))
 
@@ -328,6 +342,10 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
   def body():
     m = run_job(job, build, args.input, args.output_dir, config, beam_args, args.overwrite,
                 options, outputs)
+    if getattr(options, "dry_run_file", None):
+      LOGGER.info("dry run: %s", ", ".join(f"{k} {v}" for k, v in sorted(m.items())
+                                           if k != "dry_run"))
+      return m
     c = m["counts"]
     LOGGER.info("done: %d input, %d written, %d skipped, %d rejected -> %s", c["input"],
                 c["written"], c["skipped"], c["rejected"], args.output_dir)

@@ -1,8 +1,20 @@
 """The annotation stage: Document -> Document with entity mentions (NER, then entity linking).
 
   Document --(batches of --annotate_batch_size)--> NER backend (--ner spacy: spaCy, with an
-  EntityRuler of the most linked aliases when the model is blank) --> mention spans
-  --> linker (--linker alias: commonness over the Wikipedia job's alias table) --> entity ids
+  EntityRuler of the most linked aliases when the model is blank; --ner cloud: Cloud Natural
+  Language analyzeEntities, see ``pipelines.entities.cloud_nl``) --> mention spans
+  --> entity ids: the Wikipedia page Cloud NL names (through the vocabulary of
+  --entities_dir), else the linker (--linker alias: commonness over the Wikipedia job's alias
+  table)
+
+Cloud NL costs money: ``--dry_run`` runs only the reading, parsing and a plan of the requests
+(cache hits, billable units, cost at ``--price_per_1000_units``), written to
+``annotation_plan.json`` (:data:`PLAN_FILE`) and printed, without calling the API or writing
+records.  ``--max_api_units N``: a first pass plans every document's units; documents are
+admitted in the order of a hash of their source id while the sum stays within N (the same on
+one machine or on many workers); the others that need a call become dead letters with reason
+``budget``.  Every run counts ``annotate/billable_units``, ``annotate/api_calls``,
+``annotate/api_retries``, ``annotate/cache_hits`` ... in the manifest's ``stages``.
 
 Heavy state (the spaCy pipeline, the alias table) is built once per worker process
 (``apache_beam.utils.shared.Shared``).  Mentions a document already has (e.g. Wikipedia links)
@@ -18,6 +30,8 @@ stage is not in the pipeline at all.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import os
 import time
 from typing import Any, Dict, List, Optional
@@ -27,16 +41,21 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
 from schemas import entities as entities_schema
-from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines import cli
+from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.parse import failure
-from pipelines.beam.stats import STATS, BundleStats
+from pipelines.beam.stats import STATS, BundleStats, SumStats
 from pipelines.document import Document, Mention
+from pipelines.entities.cloud_nl import CloudConfig, Failure
+from pipelines.errors import UserError
 from pipelines.text import wikitext
 
 NAMESPACE = "readtwice.annotate"
-NER_CHOICES = ("none", "spacy")
+NER_CHOICES = ("none", "spacy", "cloud")
 LINKER_CHOICES = ("none", "alias")
 _MAX_MEMO = 1_000_000  # surface forms whose entity id a worker remembers
+PLAN_FILE = "annotation_plan.json"  # what --dry_run writes
+BUCKET_COUNT = 1 << 20  # admission order of --max_api_units: a hash of the source id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +68,10 @@ class AnnotationConfig:
   linker_min_probability: float = 0.5
   ruler_patterns: int = 100_000  # most linked aliases, as EntityRuler patterns
   batch_size: int = 64
+  cloud: CloudConfig = CloudConfig()
+  dry_run: bool = False
+  max_api_units: int = 0  # 0: no limit
+  price_per_1000_units: float = 1.0
 
   def __post_init__(self):
     if self.ner not in NER_CHOICES:
@@ -67,13 +90,30 @@ class AnnotationConfig:
       raise ValueError(f"--annotate_batch_size must be >= 1, got {self.batch_size}")
     if self.ruler_patterns < 0:
       raise ValueError(f"--ruler_patterns must be >= 0, got {self.ruler_patterns}")
+    if self.ner == "cloud" and not self.cloud.cache_dir:
+      raise ValueError("--ner cloud needs --nl_cache_dir (where API results are kept, so that "
+                       "re-runs and other jobs never pay for the same text twice)")
+    if self.ner != "cloud" and (self.dry_run or self.max_api_units):
+      raise ValueError("--dry_run and --max_api_units are for --ner cloud")
+    if self.max_api_units < 0:
+      raise ValueError(f"--max_api_units must be >= 0 (0: no limit), got {self.max_api_units}")
+    if self.price_per_1000_units < 0:
+      raise ValueError(f"--price_per_1000_units must be >= 0, got {self.price_per_1000_units}")
 
   @property
   def enabled(self) -> bool:
     return self.ner != "none"
 
+  @property
+  def dry_run_file(self) -> Optional[str]:
+    """What a dry run writes under the output dir instead of records (None: not a dry run)."""
+    return PLAN_FILE if self.dry_run else None
+
   def describe(self) -> Dict[str, Any]:
-    return dataclasses.asdict(self)
+    d = dataclasses.asdict(self)
+    if self.ner != "cloud":
+      del d["cloud"]
+    return d
 
 
 def add_flags(group) -> None:
@@ -81,7 +121,8 @@ def add_flags(group) -> None:
   d = AnnotationConfig()
   group.add_argument("--ner", default=d.ner, choices=NER_CHOICES,
                      help="entity mentions: spacy (offline: a blank model with an EntityRuler "
-                          "of the most linked aliases of --entities_dir) (default: %(default)s)")
+                          "of the most linked aliases of --entities_dir) or cloud (Cloud "
+                          "Natural Language analyzeEntities, billed) (default: %(default)s)")
   group.add_argument("--spacy_model", default=d.spacy_model,
                      help="blank:<lang> or an installed spaCy model package name "
                           "(default: %(default)s)")
@@ -99,14 +140,66 @@ def add_flags(group) -> None:
                      help="most linked aliases used as EntityRuler patterns (default: "
                           "%(default)s)")
   group.add_argument("--annotate_batch_size", type=int, default=d.batch_size,
-                     help="documents per nlp.pipe call (default: %(default)s)")
+                     help="documents per nlp.pipe call or per batch of API requests "
+                          "(default: %(default)s)")
+  c = d.cloud
+  group.add_argument("--nl_cache_dir", default=None,
+                     help="--ner cloud: directory (local or gs://) of cached API results, "
+                          "shared by runs and jobs (required with --ner cloud)")
+  group.add_argument("--nl_endpoint", default=None,
+                     help="--ner cloud: API host:port (default: the public endpoint)")
+  cli.bool_flag(group, "nl_insecure_channel", False,
+                "--ner cloud: plaintext gRPC to --nl_endpoint (local emulators and fakes)")
+  group.add_argument("--nl_requests_per_minute", type=float, default=c.requests_per_minute,
+                     help="--ner cloud: requests per minute per worker process; the project's "
+                          "quota divided by the workers (default: %(default)s)")
+  group.add_argument("--nl_threads", type=int, default=c.threads,
+                     help="--ner cloud: requests in flight per worker process "
+                          "(default: %(default)s)")
+  group.add_argument("--nl_timeout_s", type=float, default=c.timeout_s,
+                     help="--ner cloud: deadline of one request (default: %(default)s)")
+  group.add_argument("--nl_max_attempts", type=int, default=c.max_attempts,
+                     help="--ner cloud: calls per request at most (retries on 429, 503 and "
+                          "deadlines, with exponential backoff) (default: %(default)s)")
+  group.add_argument("--nl_initial_backoff_s", type=float, default=c.initial_backoff_s,
+                     help="--ner cloud: wait before the first retry, doubled for each next "
+                          "one, with jitter (default: %(default)s)")
+  group.add_argument("--nl_max_backoff_s", type=float, default=c.max_backoff_s,
+                     help="--ner cloud: longest wait between retries (default: %(default)s)")
+  group.add_argument("--nl_max_request_chars", type=int, default=c.max_request_chars,
+                     help="--ner cloud: longer texts are split into requests of at most this "
+                          "many characters (default: %(default)s)")
+  group.add_argument("--nl_mention_types", default=",".join(c.mention_types),
+                     help="--ner cloud: mention types kept, from PROPER,COMMON "
+                          "(default: %(default)s)")
+  group.add_argument("--nl_language", default=c.language,
+                     help="--ner cloud: ISO-639-1 language hint (default: detected)")
+  cli.bool_flag(group, "dry_run", False,
+                "--ner cloud: only plan the API requests (units, cache hits, cost) and write "
+                f"{PLAN_FILE}; no call, no records")
+  group.add_argument("--max_api_units", type=int, default=d.max_api_units,
+                     help="--ner cloud: billable units this run may spend; documents beyond "
+                          "become dead letters with reason budget (default: 0, no limit)")
+  group.add_argument("--price_per_1000_units", type=float, default=d.price_per_1000_units,
+                     help="--ner cloud: price of 1,000 units for the cost estimate (check the "
+                          "current price list) (default: %(default)s)")
 
 
 def config_from_args(args) -> AnnotationConfig:
+  cloud = CloudConfig(
+      cache_dir=args.nl_cache_dir, endpoint=args.nl_endpoint,
+      insecure_channel=args.nl_insecure_channel, requests_per_minute=args.nl_requests_per_minute,
+      threads=args.nl_threads, timeout_s=args.nl_timeout_s, max_attempts=args.nl_max_attempts,
+      initial_backoff_s=args.nl_initial_backoff_s, max_backoff_s=args.nl_max_backoff_s,
+      max_request_chars=args.nl_max_request_chars,
+      mention_types=tuple(t.strip().upper() for t in args.nl_mention_types.split(",")
+                          if t.strip()), language=args.nl_language)
   return AnnotationConfig(ner=args.ner, spacy_model=args.spacy_model, linker=args.linker,
                           entities_dir=args.entities_dir, linker_min_count=args.linker_min_count,
                           linker_min_probability=args.linker_min_probability,
-                          ruler_patterns=args.ruler_patterns, batch_size=args.annotate_batch_size)
+                          ruler_patterns=args.ruler_patterns, batch_size=args.annotate_batch_size,
+                          cloud=cloud, dry_run=args.dry_run, max_api_units=args.max_api_units,
+                          price_per_1000_units=args.price_per_1000_units)
 
 
 class _Annotators:
@@ -119,24 +212,49 @@ class _Annotators:
     self.normalize = linker_lib.normalize
     self.title_ids: Dict[str, int] = {}  # entity title -> id, for titles a source knows
     patterns: List[str] = []
+    self.cloud = config.ner == "cloud"
     if config.entities_dir:
       entities = os.path.join(config.entities_dir, entities_schema.ENTITIES_DIR)
-      # Read once: the linker and the ruler patterns both come from the alias table.
-      aliases = entities_schema.read_aliases(entities_schema.alias_paths(entities))
-      if config.linker == "alias":
-        self.linker = linker_lib.AliasLinker(
-            aliases, linker_lib.LinkerConfig(min_count=config.linker_min_count,
-                                             min_probability=config.linker_min_probability))
-        vocabulary = entities_schema.read_vocabulary(
-            os.path.join(entities, entities_schema.VOCABULARY_FILE))
-        self.title_ids = dict(zip(vocabulary.column("title").to_pylist(),
-                                  vocabulary.column("entity_id").to_pylist()))
-      if config.spacy_model.startswith(ner.SPACY_BLANK_PREFIX) and config.ruler_patterns:
-        patterns = most_linked_aliases(aliases, config.ruler_patterns)
-    self.backend = ner.SpacyBackend(config.spacy_model, patterns,
-                                    batch_size=config.batch_size)
-    self.backend.nlp  # pylint: disable=pointless-statement  # built now, not in the 1st bundle
+      vocabulary = entities_schema.read_vocabulary(
+          os.path.join(entities, entities_schema.VOCABULARY_FILE))
+      self.title_ids = dict(zip(vocabulary.column("title").to_pylist(),
+                                vocabulary.column("entity_id").to_pylist()))
+      uses_ruler = (not self.cloud and config.spacy_model.startswith(ner.SPACY_BLANK_PREFIX)
+                    and config.ruler_patterns)
+      if config.linker == "alias" or uses_ruler:
+        # Read once: the linker and the ruler patterns both come from the alias table.
+        aliases = entities_schema.read_aliases(entities_schema.alias_paths(entities))
+        if config.linker == "alias":
+          self.linker = linker_lib.AliasLinker(
+              aliases, linker_lib.LinkerConfig(min_count=config.linker_min_count,
+                                               min_probability=config.linker_min_probability))
+        if uses_ruler:
+          patterns = most_linked_aliases(aliases, config.ruler_patterns)
+    if self.cloud:
+      from pipelines.entities import cloud_nl  # pylint: disable=g-import-not-at-top
+      cache = cloud_nl.ResultCache(config.cloud.cache_dir).load()
+      self.backend = cloud_nl.CloudBackend(config.cloud, cache)
+    else:
+      self.backend = ner.SpacyBackend(config.spacy_model, patterns,
+                                      batch_size=config.batch_size)
+      self.backend.nlp  # pylint: disable=pointless-statement  # built now, not in a bundle
     self._links: Dict[str, int] = {}
+    self._titles: Dict[str, int] = {}
+
+  def title_id(self, title: Optional[str]) -> int:
+    """The vocabulary id of a Wikipedia title as an API names it (0 when unknown), after
+    MediaWiki title normalisation (first letter upper case, underscores)."""
+    if not title or not self.title_ids:
+      return 0
+    entity_id = self._titles.get(title)
+    if entity_id is None:
+      normal = wikitext.normalize_title(title)
+      entity_id = (self.title_ids.get(normal.text, 0)
+                   if normal is not None and normal.namespace == 0 else 0)
+      if len(self._titles) >= _MAX_MEMO:
+        self._titles.clear()
+      self._titles[title] = entity_id
+    return entity_id
 
   def link(self, text: str) -> int:
     """The entity id of a mention's text (0 without a linker), memoised: the same surface
@@ -182,24 +300,40 @@ class _AnnotateFn(beam.DoFn):
   def start_bundle(self):
     self._stats = BundleStats()
 
-  def process(self, batch: List[Document]):
+  def process(self, batch: List[Document], budget: Optional["Budget"] = None):
     # The outputs are made before any is yielded, so that ``annotate/busy_ms`` (this stage's
     # own time, for benchmarks/ner_throughput.py) excludes the stages fused after it.
     start = time.perf_counter()
     self._stats.count("annotate/input", len(batch))
     out: List[Any] = []
+    annotate = self._annotators.backend.annotate
+    if self._annotators.cloud:
+      counts: Dict[str, int] = {}
+      admit = None if budget is None else [budget.admits(d.source_id) for d in batch]
+      annotate = functools.partial(annotate, admit=admit, stats=counts)
     try:
-      spans = self._annotators.backend.annotate([d.text for d in batch])
+      spans = annotate([d.text for d in batch])
+    except UserError:
+      raise  # e.g. refused credentials: every document would fail the same way
     except Exception:  # pylint: disable=broad-except  # find the document(s) that fail
       spans = []
       for doc in batch:
         try:
           spans.append(self._annotators.backend.annotate([doc.text])[0])
+        except UserError:
+          raise
         except Exception as e:  # pylint: disable=broad-except
           spans.append(None)
           out.append(beam.pvalue.TaggedOutput(DEAD_LETTER, failure("annotate", doc.source_id,
                                                                    e)))
-    out += [self._annotate(doc, found) for doc, found in zip(batch, spans) if found is not None]
+    if self._annotators.cloud:
+      self._stats.update(counts, prefix="annotate/")
+    for doc, found in zip(batch, spans):
+      if isinstance(found, Failure):  # the API rejected the text, or the budget is spent
+        out.append(beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(
+            "annotate", found.reason, doc.source_id, found.message)))
+      elif found is not None:
+        out.append(self._annotate(doc, found))
     self._stats.count("annotate/busy_ms", int(round(1000 * (time.perf_counter() - start))))
     self._stats.count("annotate/words", sum(len(d.text.split()) for d in batch))
     yield from out
@@ -220,13 +354,18 @@ class _AnnotateFn(beam.DoFn):
                            entity_id)
     text = doc.text
     added = []
-    for begin, end, _ in found:
+    for span in found:
+      begin, end = span[0], span[1]
       if taken and any(b < end and begin < e for b, e in taken):
         continue
       surface = text[begin:end]
       entity_id = known.get(annotators.normalize(surface)) if known else None
       if entity_id:
         self._stats.count("annotate/linked_by_title")
+      elif len(span) > 3 and span[3]:  # the Wikipedia page the NER backend names
+        entity_id = annotators.title_id(span[3])
+        if entity_id:
+          self._stats.count("annotate/linked_by_api")
       added.append(Mention(begin, end, entity_id or link(surface)))
     linked = sum(1 for m in added if m.entity_id)
     self._stats.count("annotate/output")
@@ -240,20 +379,178 @@ class _AnnotateFn(beam.DoFn):
     return dataclasses.replace(doc, mentions=mentions)
 
   def finish_bundle(self):
+    if self._annotators.cloud and self._annotators.backend.cache is not None:
+      self._annotators.backend.cache.flush()  # results paid for are on disk per bundle
+    yield from self._stats.emit()
+
+  def teardown(self):
+    annotators = getattr(self, "_annotators", None)
+    if annotators is not None and annotators.cloud and annotators.backend.cache is not None:
+      annotators.backend.cache.flush()
+
+
+def budget_bucket(source_id: str) -> int:
+  """Where a document stands in the admission order of ``--max_api_units``."""
+  digest = hashlib.sha256(source_id.encode("utf-8", "surrogatepass")).digest()
+  return int.from_bytes(digest[:8], "little") % BUCKET_COUNT
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+  """Which documents may call the API: those whose :func:`budget_bucket` is below ``cutoff``.
+
+  ``planned_units``: what every document would cost; ``admitted_units``: what the admitted
+  ones cost (<= the budget)."""
+  cutoff: int
+  planned_units: int
+  admitted_units: int
+
+  def admits(self, source_id: str) -> bool:
+    return budget_bucket(source_id) < self.cutoff
+
+
+class BudgetCutoff(beam.CombineFn):
+  """(bucket, units) of the documents that need calls -> the :class:`Budget` of ``limit``:
+  buckets are admitted in order while the units stay within the limit (a document that alone
+  exceeds the limit stops the admission there)."""
+
+  def __init__(self, limit: int):
+    self._limit = limit
+
+  def create_accumulator(self) -> Dict[int, int]:
+    return {}
+
+  def add_input(self, acc: Dict[int, int], element) -> Dict[int, int]:
+    bucket, cost = element
+    acc[bucket] = acc.get(bucket, 0) + cost
+    return acc
+
+  def merge_accumulators(self, accs) -> Dict[int, int]:
+    out: Dict[int, int] = {}
+    for acc in accs:
+      for bucket, cost in acc.items():
+        out[bucket] = out.get(bucket, 0) + cost
+    return out
+
+  def extract_output(self, acc: Dict[int, int]) -> Budget:
+    total = sum(acc.values())
+    spent = 0
+    cutoff = BUCKET_COUNT
+    for bucket in sorted(acc):
+      if spent + acc[bucket] > self._limit:
+        cutoff = bucket
+        break
+      spent += acc[bucket]
+    return Budget(cutoff, total, spent)
+
+
+class _PlanFn(beam.DoFn):
+  """Document -> (bucket, billable units) when it needs calls, and plan stats: what the Cloud
+  NL backend would send (no call is made)."""
+
+  def __init__(self, config: AnnotationConfig, handle: shared.Shared):
+    self._config = config
+    self._handle = handle
+
+  def setup(self):
+    self._annotators = self._handle.acquire(lambda: _Annotators(self._config))
+
+  def start_bundle(self):
+    self._stats = BundleStats()
+
+  def process(self, doc: Document):
+    plan = self._annotators.backend.plan(doc.text)
+    self._stats.count("annotate/planned_documents")
+    self._stats.count("annotate/planned_requests", plan.requests)
+    self._stats.count("annotate/planned_cache_hits", plan.cached)
+    self._stats.count("annotate/planned_units", plan.units)
+    self._stats.count("annotate/planned_characters", plan.characters)
+    if plan.units:
+      self._stats.count("annotate/planned_documents_calling")
+      yield budget_bucket(doc.source_id), plan.units
+
+  def finish_bundle(self):
     yield from self._stats.emit()
 
 
 class AnnotateDocuments(beam.PTransform):
-  """Documents -> Documents with entity mentions; outputs ``dead_letter`` and ``stats``."""
+  """Documents -> Documents with entity mentions; outputs ``dead_letter`` and ``stats``.
+
+  ``dry_run`` (a Cloud NL dry run): use :meth:`plan` instead, which calls nothing."""
 
   def __init__(self, config: AnnotationConfig):
     super().__init__()
     self._config = config
     self._handle = shared.Shared()
 
+  @property
+  def dry_run(self) -> bool:
+    return self._config.dry_run
+
+  def _plan(self, docs: beam.PCollection):
+    planned = docs | "Plan" >> beam.ParDo(_PlanFn(self._config, self._handle)).with_outputs(
+        STATS, main="costs")
+    budget = planned.costs | "Budget" >> beam.CombineGlobally(
+        BudgetCutoff(self._config.max_api_units or (1 << 62)))
+    return budget, planned[STATS]
+
+  def plan(self, docs: beam.PCollection) -> beam.PCollection:
+    """Documents -> one dict: the requests, cache hits, billable units and cost of annotating
+    them (:func:`plan_report`)."""
+    budget, stats = self._plan(docs)
+    summed = stats | "SumPlanStats" >> beam.CombineGlobally(SumStats())
+    return summed | "PlanReport" >> beam.Map(plan_report, self._config,
+                                             beam.pvalue.AsSingleton(budget))
+
+  def write_plan(self, docs: beam.PCollection, input_count: beam.PCollection,
+                 output_dir: str) -> beam.PCollection:
+    """The dry run: :meth:`plan` of ``docs`` (with the job's ``input_count``, a PCollection of
+    ints to sum) written to ``<output_dir>/annotation_plan.json``; outputs the report."""
+    total = input_count | "SumInput" >> beam.CombineGlobally(sum)
+    return self.plan(docs) | "WritePlan" >> beam.Map(_write_plan, output_dir,
+                                                    beam.pvalue.AsSingleton(total))
+
   def expand(self, docs: beam.PCollection) -> Dict[str, beam.PCollection]:
     n = self._config.batch_size
+    side = []
+    stats = []
+    if self._config.ner == "cloud" and self._config.max_api_units:
+      budget, plan_stats = self._plan(docs)
+      side.append(beam.pvalue.AsSingleton(budget))
+      stats.append(plan_stats)
     out = (docs | "Batch" >> beam.BatchElements(min_batch_size=n, max_batch_size=n)
-           | "Annotate" >> beam.ParDo(_AnnotateFn(self._config, self._handle)).with_outputs(
-               DEAD_LETTER, STATS, main="documents"))
-    return {"documents": out.documents, DEAD_LETTER: out[DEAD_LETTER], STATS: out[STATS]}
+           | "Annotate" >> beam.ParDo(_AnnotateFn(self._config, self._handle),
+                                      *side).with_outputs(DEAD_LETTER, STATS, main="documents"))
+    stats.append(out[STATS])
+    all_stats = (tuple(stats) | "FlattenAnnotateStats" >> beam.Flatten()) if len(stats) > 1 \
+        else out[STATS]
+    return {"documents": out.documents, DEAD_LETTER: out[DEAD_LETTER], STATS: all_stats}
+
+
+def plan_report(stats: Dict[str, Any], config: AnnotationConfig,
+                budget: Budget) -> Dict[str, Any]:
+  """The dry run's report: documents, requests, cache hits, billable units and their cost."""
+  def get(name):
+    return int(stats.get(f"annotate/planned_{name}", 0))
+
+  units = get("units")
+  report = {"dry_run": True, "documents": get("documents"), "requests": get("requests"),
+            "cache_hits": get("cache_hits"), "documents_calling": get("documents_calling"),
+            "billable_units": units, "characters": get("characters"),
+            "price_per_1000_units": config.price_per_1000_units,
+            "estimated_cost": round(units / 1000 * config.price_per_1000_units, 4),
+            "cache_dir": config.cloud.cache_dir}
+  if config.max_api_units:
+    report.update(max_api_units=config.max_api_units, units_within_budget=budget.admitted_units)
+  return report
+
+
+
+def _write_plan(report: Dict[str, Any], output_dir: str, input_count: int) -> Dict[str, Any]:
+  import json  # pylint: disable=g-import-not-at-top
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.writer import write_atomically  # pylint: disable=g-import-not-at-top
+  report = dict(report, input=input_count)
+  write_atomically(FileSystems.join(output_dir, PLAN_FILE),
+                   [(json.dumps(report, indent=1, sort_keys=True) + "\n").encode("utf-8")])
+  return report

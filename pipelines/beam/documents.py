@@ -73,7 +73,8 @@ class DocumentsToRecords(beam.PTransform):
   ``report_input`` is the optional ``report_input`` singleton PCollection of the inputs.
   ``annotator``: the annotation stage (Document -> Document with mentions, with ``documents``,
   ``stats`` and ``dead_letter`` outputs; e.g. :class:`pipelines.beam.annotate.AnnotateDocuments`),
-  run before the labeller; none by default.
+  run before the labeller; none by default.  An annotator whose ``dry_run`` is true replaces
+  the rest: its ``write_plan(documents, input_count, output_dir)`` is the output.
   ``labeller``: the labelling stage (Document -> Document with ``question.answer_spans``, with
   ``documents``, ``stats`` and ``dead_letter`` outputs); default :class:`LabelAnswers`.
   Output: a PCollection holding the manifest dict once everything is written.
@@ -103,6 +104,8 @@ class DocumentsToRecords(beam.PTransform):
     docs = inputs["documents"]
     if self._reshuffle:
       docs = docs | "Reshuffle" >> beam.Reshuffle()
+    if getattr(self._annotator, "dry_run", False):  # plans the annotation's cost, no records
+      return self._annotator.write_plan(docs, inputs["input_count"], out)
     if self._annotator is not None:
       annotated = docs | "Annotate" >> self._annotator
       docs = annotated["documents"]
