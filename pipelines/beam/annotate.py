@@ -271,8 +271,8 @@ class _Annotators:
 
 def most_linked_aliases(table, limit: int) -> List[str]:
   """The ``limit`` aliases of an alias table (:func:`schemas.entities.read_aliases`) linked
-  most often to an entity of the vocabulary, leaving out those shorter than 3 characters and
-  English stop words (anchors such as "the" or "here" are links, but as patterns they would
+  most often to an entity of the vocabulary, leaving out those shorter than 3 characters
+  (2 when not ASCII: many Chinese and Japanese names have two characters) and English stop words (anchors such as "the" or "here" are links, but as patterns they would
   match everywhere)."""
   from spacy.lang.en.stop_words import STOP_WORDS  # pylint: disable=g-import-not-at-top
   totals: Dict[str, int] = {}
@@ -280,7 +280,8 @@ def most_linked_aliases(table, limit: int) -> List[str]:
                                      table.column("entity_id").to_pylist(),
                                      table.column("count").to_pylist()):
     text = alias.strip()
-    if entity_id and len(text) >= 3 and text.lower() not in STOP_WORDS:
+    long_enough = len(text) >= 3 or (len(text) == 2 and not text.isascii())  # 東京, not "us"
+    if entity_id and long_enough and text.lower() not in STOP_WORDS:
       totals[alias] = totals.get(alias, 0) + count
   return [a for a, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 

@@ -90,3 +90,16 @@ def test_hotpotqa_paragraph_titles_link_their_mentions(tmp_path, entities_dir):
   assert found == {("Seine", "Seine"), ("France", None)}
   m = json.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   assert m["stages"]["annotate"]["linked_by_title"] >= 1
+
+
+def test_most_linked_aliases_leave_out_stop_words_and_short_ascii():
+  import pyarrow as pa
+  from pipelines.beam.annotate import most_linked_aliases
+  rows = [("the", 1, 50), ("US", 2, 40), ("東京", 3, 30), ("京", 3, 20), ("Paris", 4, 10),
+          ("Paris", 5, 5), ("Lutetia", 4, 12), ("Nowhere", 0, 99)]
+  table = pa.table({"alias": [r[0] for r in rows], "entity_id": [r[1] for r in rows],
+                    "count": [r[2] for r in rows]})
+  # By links to entities of the vocabulary (id 0 is outside it); "the" is a stop word, "US"
+  # and "京" too short, 東京 kept (two characters, not ASCII).
+  assert most_linked_aliases(table, 10) == ["東京", "Paris", "Lutetia"]
+  assert most_linked_aliases(table, 1) == ["東京"]
