@@ -129,6 +129,7 @@ class SpacyBackend:
     self.stats: Dict[str, int] = {"ner/texts": 0, "ner/split_texts": 0, "ner/mentions": 0,
                                   "ner/characters": 0}
     self._nlp = None
+    self._label_names: Dict[int, str] = {}
 
   @property
   def nlp(self):
@@ -161,11 +162,34 @@ class SpacyBackend:
     self.stats["ner/texts"] += len(texts)
     result: List[List[Span]] = [[] for _ in texts]
     if pieces:
+      strings = self.nlp.vocab.strings
       for (i, offset), doc in zip(owners, self.nlp.pipe(pieces, batch_size=self.batch_size)):
-        for ent in doc.ents:
-          if self.labels is None or ent.label_ in self.labels:
-            result[i].append((offset + ent.start_char, offset + ent.end_char, ent.label_))
-    for spans in result:
-      spans.sort()
+        for begin, end, label_id in _entity_offsets(doc):
+          label = self._label_names.get(label_id)
+          if label is None:
+            label = self._label_names[label_id] = strings[label_id]
+          if self.labels is None or label in self.labels:
+            result[i].append((offset + begin, offset + end, label))
+    for spans in result:  # in order: a doc's entities are, and its pieces follow each other
       self.stats["ner/mentions"] += len(spans)
     return result
+
+
+def _entity_offsets(doc) -> List[Tuple[int, int, int]]:
+  """``(start_char, end_char, label id)`` of ``doc.ents``, in order, from the token arrays
+  (``ENT_IOB``: 3 begins an entity, 1 continues it) rather than one ``Span`` object per
+  entity: the same offsets (``IDX`` is a token's character offset, ``LENGTH`` its length),
+  without the objects."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from spacy.attrs import ENT_IOB, ENT_TYPE, IDX, LENGTH  # pylint: disable=g-import-not-at-top
+  if not len(doc):
+    return []
+  arr = doc.to_array([ENT_IOB, ENT_TYPE, IDX, LENGTH])
+  iob = arr[:, 0]
+  starts = np.flatnonzero(iob == 3)
+  if not len(starts):
+    return []
+  breaks = np.append(np.flatnonzero(iob != 1), len(iob))  # where an entity cannot go on
+  last = breaks[np.searchsorted(breaks, starts, side="right")] - 1
+  return list(zip(arr[starts, 2].tolist(), (arr[last, 2] + arr[last, 3]).tolist(),
+                  arr[starts, 1].tolist()))

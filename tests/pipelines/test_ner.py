@@ -141,3 +141,16 @@ def test_backend_pickles_without_nlp():
   copy = pickle.loads(pickle.dumps(backend))
   assert copy._nlp is None and copy.annotate(["Paris"]) == [[(0, 5, ENTITY_LABEL)]]
   assert ner.SPACY_BLANK_PREFIX == "blank:"
+
+
+def test_entity_offsets_equal_spacy_ents():
+  # Adjacent entities (B B), multi-token ones, non-ASCII text before them: the token-array
+  # reading must give what doc.ents gives.
+  from pipelines.entities.ner import _entity_offsets
+  nlp = ner.load_spacy("blank:en", ["New York", "Paris", "東京", "York"])
+  text = "👩‍🔬 e\u0301 New York Paris, york; 東京 and new york. Nothing here."
+  doc = nlp(text)
+  assert _entity_offsets(doc) == [(e.start_char, e.end_char, e.label) for e in doc.ents]
+  assert [text[b:e] for b, e, _ in _entity_offsets(doc)] == [
+      "New York", "Paris", "york", "東京", "new york"]
+  assert _entity_offsets(nlp("")) == [] and _entity_offsets(nlp("nothing")) == []
