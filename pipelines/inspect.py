@@ -9,7 +9,8 @@ id and, segment by segment (padding segments are skipped and counted), the label
 (``document_id``, ``question_id``, sub-document, segment position, question length, answer type,
 supporting flag) and the tokens decoded back to text: the question prefix as ``[Q: ...]``, answer
 spans as ``⟦ANS#k ...⟧`` (``k`` = index of the span in the pack's answer lists) and entity
-mentions as ``⟦ENT id ...⟧``.  Each answer span is also listed with its token range and decoded
+mentions as ``⟦ENT id title ...⟧`` (the title from the entity vocabulary beside the records, or
+in the ``--entities_dir`` the job annotated with, when it is there).  Each answer span is also listed with its token range and decoded
 text.  Text is decoded one contiguous run of tokens at a time (never token by token), so
 characters split over several byte-level tokens render correctly.
 
@@ -113,9 +114,12 @@ def read_manifest(paths: Sequence[str]) -> Optional[Dict[str, Any]]:
   manifest[COMPRESSION_KEY] = {_dirname(p): tfrecord_io.manifest_compression(m)
                                for p, m in found.items()}
   # Entity titles by id, from the entity vocabulary a pretraining-corpus job writes beside its
-  # records (schemas/entities.py).
+  # records (schemas/entities.py), or the one an annotated job linked with (--entities_dir).
   titles: Dict[int, str] = {}
-  for directory in sorted({_dirname(p) for p in found}):
+  sources = {_dirname(p) for p in found} | {
+      m["config"]["entities_dir"] for m in found.values()
+      if (m.get("config") or {}).get("entities_dir")}
+  for directory in sorted(sources):
     vocab = FileSystems.join(directory, entities_schema.ENTITIES_DIR,
                              entities_schema.VOCABULARY_FILE)
     if FileSystems.exists(vocab):

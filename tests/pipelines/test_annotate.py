@@ -10,7 +10,7 @@ from schemas import documents as documents_schema
 from schemas import entities as entities_schema
 from schemas import manifest as manifest_schema
 from demo import synthetic_wikipedia as synth
-from pipelines import books, hotpotqa, wikipedia
+from pipelines import books, hotpotqa, inspect, wikipedia
 from tests.pipelines.helpers import hotpot_record, read_records, write_json
 from tests.pipelines.test_wikipedia_pipeline import PAGES, SMALL
 
@@ -62,7 +62,7 @@ def test_books_get_linked_mentions(tmp_path, entities_dir):
   assert m["distributions"]["mentions_per_document"]["max"] == 3
 
 
-def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir):
+def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir, capsys):
   path = write_json(tmp_path / "h.json", [hotpot_record(
       "q1", "Which river flows through Paris?", "Seine",
       [["Paris", ["Paris is the capital of France.", " The Seine flows through it."]]])])
@@ -74,6 +74,13 @@ def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir):
   assert all(title is not None for _, title in found)  # all linked: no unknown ids here
   summary = json.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   assert summary["stages"]["annotate"]["linked"] == len(found)
+  # The inspector names the entities, from the vocabulary of the job's --entities_dir.
+  assert inspect.main(["--records", os.path.join(out, "records-*")]) == 0
+  shown = capsys.readouterr().out
+  ids = {t: i for i, t in entities_schema.titles_by_id(entities_schema.read_vocabulary(
+      os.path.join(entities_dir, "entities", "vocabulary.parquet"))).items()}
+  assert f"⟦ENT {ids['Seine']} Seine Seine⟧" in shown
+  assert f"⟦ENT {ids['France']} France France⟧" in shown
 
 
 def test_hotpotqa_paragraph_titles_link_their_mentions(tmp_path, entities_dir):
