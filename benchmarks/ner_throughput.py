@@ -74,8 +74,8 @@ def bare(texts, entities_dir: str, ruler_patterns: int):
   """(seconds, words) of nlp.pipe over the texts with a freshly built pipeline."""
   from pipelines.beam.annotate import most_linked_aliases  # pylint: disable=g-import-not-at-top
   from pipelines.entities import ner  # pylint: disable=g-import-not-at-top
-  from schemas import entities  # pylint: disable=g-import-not-at-top
-  table = entities.read_aliases(entities.alias_paths(os.path.join(entities_dir, "entities")))
+  from pipelines.entities import tables  # pylint: disable=g-import-not-at-top
+  table = tables.read_aliases(entities_dir)
   nlp = ner.load_spacy("blank:en", most_linked_aliases(table, ruler_patterns))
   t0 = time.perf_counter()
   for _ in nlp.pipe(texts, batch_size=64):

@@ -119,11 +119,10 @@ def read_manifest(paths: Sequence[str]) -> Optional[Dict[str, Any]]:
   sources = {_dirname(p) for p in found} | {
       m["config"]["entities_dir"] for m in found.values()
       if (m.get("config") or {}).get("entities_dir")}
+  from pipelines.entities import tables as entity_tables  # pylint: disable=g-import-not-at-top
   for directory in sorted(sources):
-    vocab = FileSystems.join(directory, entities_schema.ENTITIES_DIR,
-                             entities_schema.VOCABULARY_FILE)
-    if FileSystems.exists(vocab):
-      titles.update(entities_schema.titles_by_id(entities_schema.read_vocabulary(vocab)))
+    if entity_tables.has_entities(directory):
+      titles.update(entities_schema.titles_by_id(entity_tables.read_vocabulary(directory)))
   manifest[ENTITY_TITLES_KEY] = titles
   return manifest
 

@@ -19,9 +19,7 @@ Pure pyarrow: importable by the pipelines, the trainer and the inspector.
 
 from __future__ import annotations
 
-import glob
 import io
-import os
 from typing import Dict, Iterable, List, Sequence, Tuple
 
 import pyarrow as pa
@@ -87,25 +85,18 @@ def _check(table: pa.Table, schema: pa.Schema, path: str) -> pa.Table:
   return table
 
 
-def read_vocabulary(path: str) -> pa.Table:
-  """A ``vocabulary.parquet`` file (local or any pyarrow filesystem path), checked."""
-  return _check(pq.read_table(path), VOCABULARY_SCHEMA, path)
+def read_vocabulary(path, name: str = "") -> pa.Table:
+  """A ``vocabulary.parquet`` file (a local or pyarrow filesystem path, or a file object;
+  ``name`` for messages), checked."""
+  return _check(pq.read_table(path), VOCABULARY_SCHEMA, name or str(path))
 
 
-def alias_paths(entities_dir: str) -> List[str]:
-  """The ``aliases-*.parquet`` files directly under a (local) ``<output_dir>/entities``
-  folder, sorted; FileNotFoundError when there is none."""
-  pattern = os.path.join(entities_dir, f"{ALIASES_PREFIX}-*.parquet")
-  paths = sorted(glob.glob(pattern))
-  if not paths:
-    raise FileNotFoundError(f"no alias files match {pattern}")
-  return paths
-
-
-def read_aliases(paths: Sequence[str]) -> pa.Table:
-  """The alias files, checked, as one table of (alias, entity) rows sorted by alias then
-  title, the counts of a pair found in several files summed."""
-  tables = [_check(pq.read_table(p), ALIAS_SCHEMA, p) for p in paths]
+def read_aliases(paths: Sequence, names: Sequence[str] = ()) -> pa.Table:
+  """The alias files (paths or file objects; ``names`` for messages), checked, as one table
+  of (alias, entity) rows sorted by alias then title, the counts of a pair found in several
+  files summed."""
+  names = list(names) or [str(p) for p in paths]
+  tables = [_check(pq.read_table(p), ALIAS_SCHEMA, n) for p, n in zip(paths, names)]
   if not tables:
     return ALIAS_SCHEMA.empty_table()
   table = pa.concat_tables(tables).group_by(["alias", "entity_id", "title"]).aggregate(

@@ -33,7 +33,6 @@ import dataclasses
 import functools
 import gc
 import hashlib
-import os
 import time
 from typing import Any, Dict, List, Optional
 
@@ -47,6 +46,7 @@ from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.parse import failure
 from pipelines.beam.stats import STATS, BundleStats, SumStats
 from pipelines.document import Document, Mention
+from pipelines.entities import tables
 from pipelines.entities.cloud_nl import CloudConfig, Failure
 from pipelines.errors import UserError
 from pipelines.text import wikitext
@@ -83,10 +83,10 @@ class AnnotationConfig:
       raise ValueError("--linker alias links the mentions --ner finds: give --ner spacy too")
     if self.linker == "alias" and not self.entities_dir:
       raise ValueError("--linker alias needs --entities_dir (a Wikipedia job's output dir)")
-    if self.entities_dir and not os.path.isdir(os.path.join(self.entities_dir,
-                                                            entities_schema.ENTITIES_DIR)):
+    if self.entities_dir and not tables.has_entities(self.entities_dir):
       raise ValueError(f"--entities_dir {self.entities_dir!r} has no "
-                       f"{entities_schema.ENTITIES_DIR}/ (run python -m pipelines.wikipedia)")
+                       f"{entities_schema.ENTITIES_DIR}/{entities_schema.VOCABULARY_FILE} "
+                       f"(run python -m pipelines.wikipedia)")
     if self.batch_size < 1:
       raise ValueError(f"--annotate_batch_size must be >= 1, got {self.batch_size}")
     if self.ruler_patterns < 0:
@@ -215,16 +215,14 @@ class _Annotators:
     patterns: List[str] = []
     self.cloud = config.ner == "cloud"
     if config.entities_dir:
-      entities = os.path.join(config.entities_dir, entities_schema.ENTITIES_DIR)
-      vocabulary = entities_schema.read_vocabulary(
-          os.path.join(entities, entities_schema.VOCABULARY_FILE))
+      vocabulary = tables.read_vocabulary(config.entities_dir)
       self.title_ids = dict(zip(vocabulary.column("title").to_pylist(),
                                 vocabulary.column("entity_id").to_pylist()))
       uses_ruler = (not self.cloud and config.spacy_model.startswith(ner.SPACY_BLANK_PREFIX)
                     and config.ruler_patterns)
       if config.linker == "alias" or uses_ruler:
         # Read once: the linker and the ruler patterns both come from the alias table.
-        aliases = entities_schema.read_aliases(entities_schema.alias_paths(entities))
+        aliases = tables.read_aliases(config.entities_dir)
         if config.linker == "alias":
           self.linker = linker_lib.AliasLinker(
               aliases, linker_lib.LinkerConfig(min_count=config.linker_min_count,

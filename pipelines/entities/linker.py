@@ -140,11 +140,12 @@ class AliasLinker:
     return out
 
   @classmethod
-  def from_directory(cls, entities_dir: str, config: LinkerConfig = LinkerConfig()
+  def from_directory(cls, output_dir: str, config: LinkerConfig = LinkerConfig()
                      ) -> "AliasLinker":
-    """The linker over every ``aliases-*.parquet`` directly under ``entities_dir`` (a local
-    ``<output_dir>/entities`` folder), read with :func:`schemas.entities.read_aliases`."""
-    return cls(entities_schema.read_aliases(entities_schema.alias_paths(entities_dir)), config)
+    """The linker over the alias table of a Wikipedia job's ``output_dir`` (every
+    ``entities/aliases-*.parquet``, local or any Beam filesystem such as ``gs://``)."""
+    from pipelines.entities import tables  # pylint: disable=g-import-not-at-top  # Beam
+    return cls(tables.read_aliases(output_dir), config)
 
   def __len__(self) -> int:
     """The number of distinct normalised aliases."""

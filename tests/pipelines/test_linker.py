@@ -101,7 +101,7 @@ def test_from_directory_sums_files(tmp_path):
   (d / "aliases-00001-of-00002.parquet").write_bytes(entities_schema.aliases_bytes(
       [("Paris", 1, "Paris", 2), ("Lutetia", 1, "Paris", 2)]))
   (d / "vocabulary.parquet").write_bytes(entities_schema.vocabulary_bytes([(1, "Paris", 5)]))
-  linker = AliasLinker.from_directory(str(d))
+  linker = AliasLinker.from_directory(str(tmp_path))  # a Wikipedia job's output dir
   assert linker.candidates("paris") == [(1, "Paris", 0.75, 3), (7, "Paris Hilton", 0.25, 1)]
   assert linker.link("Paris") == 1
   assert linker.link("Lutetia") == 1
