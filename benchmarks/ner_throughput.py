@@ -13,11 +13,16 @@ Each pair, one right after the other, on the same text and the same spaCy pipeli
 * bare: ``nlp.pipe`` over the books' document texts (as ``pipelines.readers.books`` makes
   them), batches of 64, in this process, with a freshly built pipeline;
 * pipeline: ``python -m pipelines.books --ner spacy --linker alias`` in a fresh interpreter
-  (in-memory runner); the stage's own time is its ``annotate/busy_ms`` counter (NER, linking and
-  the new Documents, outside the stages fused after it) and its words ``annotate/words``.
+  (in-memory runner); the stage's words are its ``annotate/words`` counter, its time
+  ``annotate/cpu_ms`` (CPU time of the thread running it: NER, linking and the new Documents,
+  outside the stages fused after it) and, beside it, ``annotate/busy_ms`` (wall time).
 
-Ratio per pair = pipeline words/s ÷ bare words/s; the figure is the median (min and max
-beside it).  Last line: JSON, target >= 0.9.
+Ratio per pair = pipeline words per CPU-second ÷ bare words per CPU-second (the bare pass's
+thread CPU time; alone in its process, its wall time is about the same); the figure is the
+median (min and max beside it).  Why CPU time: in the job the stage's thread shares the GIL
+with the tokenising thread of the stage fused after it, so its wall time also holds the time
+that other stage runs (counted there too); the wall-time ratio is printed and in the JSON as
+``wall_ratio``.  Last line: JSON, target >= 0.9.
 """
 
 from __future__ import annotations
@@ -77,10 +82,11 @@ def bare(texts, entities_dir: str, ruler_patterns: int):
   from pipelines.entities import tables  # pylint: disable=g-import-not-at-top
   table = tables.read_aliases(entities_dir)
   nlp = ner.load_spacy("blank:en", most_linked_aliases(table, ruler_patterns))
-  t0 = time.perf_counter()
+  t0, c0 = time.perf_counter(), time.thread_time()
   for _ in nlp.pipe(texts, batch_size=64):
     pass
-  return time.perf_counter() - t0, sum(len(t.split()) for t in texts)
+  return (time.perf_counter() - t0, time.thread_time() - c0,
+          sum(len(t.split()) for t in texts))
 
 
 def pipeline_child(book_dir: str, out_dir: str, entities_dir: str, ruler_patterns: str) -> None:
@@ -93,6 +99,7 @@ def pipeline_child(book_dir: str, out_dir: str, entities_dir: str, ruler_pattern
   with open(os.path.join(out_dir, "manifest.json"), encoding="utf-8") as f:
     stage = json.load(f)["stages"]["annotate"]
   print(json.dumps({"code": code, "seconds": seconds, "busy_s": stage["busy_ms"] / 1000,
+                    "cpu_s": stage["cpu_ms"] / 1000,
                     "words": stage["words"], "mentions": stage["mentions"],
                     "linked": stage["linked"]}))
 
@@ -112,29 +119,36 @@ def main() -> None:
     wiki, book_dir, texts = make_inputs(tmp, args.pages)
     pairs = []
     for k in range(args.pairs):
-      bare_s, words = bare(texts, wiki, args.ruler_patterns)
+      bare_s, bare_cpu_s, words = bare(texts, wiki, args.ruler_patterns)
       out = os.path.join(tmp, f"out{k}")
       r = common.child_run(__file__, [book_dir, out, wiki, str(args.ruler_patterns)], out, ROOT)
       if r["words"] != words:
         print(f"warning: the stage saw {r['words']:,} words, the bare pass {words:,}",
               file=sys.stderr)
-      pair = {"bare_wps": words / bare_s, "pipeline_wps": r["words"] / r["busy_s"]}
+      pair = {"bare_wps": words / bare_cpu_s, "pipeline_wps": r["words"] / r["cpu_s"],
+              "bare_wall_wps": words / bare_s, "pipeline_wall_wps": r["words"] / r["busy_s"]}
       pair["ratio"] = pair["pipeline_wps"] / pair["bare_wps"]
+      pair["wall_ratio"] = pair["pipeline_wall_wps"] / pair["bare_wall_wps"]
       pairs.append(pair)
-      print(f"pair {k + 1}: bare {bare_s:.2f} s ({pair['bare_wps']:,.0f} words/s)  stage "
-            f"{r['busy_s']:.2f} s ({pair['pipeline_wps']:,.0f} words/s; job {r['seconds']:.1f} s"
-            f", {r['mentions']:,} mentions, {r['linked']:,} linked)  ratio {pair['ratio']:.3f}",
-            flush=True)
+      print(f"pair {k + 1}: bare {bare_cpu_s:.2f} s CPU ({bare_s:.2f} s wall)  stage "
+            f"{r['cpu_s']:.2f} s CPU ({r['busy_s']:.2f} s wall; job {r['seconds']:.1f} s, "
+            f"{r['mentions']:,} mentions, {r['linked']:,} linked)  ratio {pair['ratio']:.3f} "
+            f"(wall {pair['wall_ratio']:.3f})", flush=True)
     print(f"books={len(texts):,} words={words:,}")
-    for name, key, fmt in (("bare words/s", "bare_wps", ",.0f"),
-                           ("stage words/s", "pipeline_wps", ",.0f"),
-                           ("paired ratio", "ratio", ".3f")):
-      print(f"{name + ':':16s}{common.spread([p[key] for p in pairs], fmt)}")
-  ratios = [p["ratio"] for p in pairs]
-  print(json.dumps({"metric": "annotate_stage_words_per_s_over_bare_nlp_pipe",
-                    "value": round(statistics.median(ratios), 3), "min": round(min(ratios), 3),
-                    "max": round(max(ratios), 3), "pairs": len(pairs), "target": 0.9,
-                    "unit": "ratio", "words": words}))
+    for name, key, fmt in (("bare words/CPU s", "bare_wps", ",.0f"),
+                           ("stage words/CPU s", "pipeline_wps", ",.0f"),
+                           ("paired ratio", "ratio", ".3f"),
+                           ("wall-time ratio", "wall_ratio", ".3f")):
+      print(f"{name + ':':19s}{common.spread([p[key] for p in pairs], fmt)}")
+
+  def stat(key):
+    values = [p[key] for p in pairs]
+    return {"value": round(statistics.median(values), 3), "min": round(min(values), 3),
+            "max": round(max(values), 3)}
+
+  print(json.dumps({"metric": "annotate_stage_words_per_cpu_s_over_bare_nlp_pipe",
+                    **stat("ratio"), "wall_ratio": stat("wall_ratio"), "pairs": len(pairs),
+                    "target": 0.9, "unit": "ratio", "words": words}))
 
 
 if __name__ == "__main__":

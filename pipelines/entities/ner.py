@@ -162,34 +162,59 @@ class SpacyBackend:
     self.stats["ner/texts"] += len(texts)
     result: List[List[Span]] = [[] for _ in texts]
     if pieces:
-      strings = self.nlp.vocab.strings
       for (i, offset), doc in zip(owners, self.nlp.pipe(pieces, batch_size=self.batch_size)):
-        for begin, end, label_id in _entity_offsets(doc):
-          label = self._label_names.get(label_id)
-          if label is None:
-            label = self._label_names[label_id] = strings[label_id]
-          if self.labels is None or label in self.labels:
-            result[i].append((offset + begin, offset + end, label))
+        result[i].extend(self._spans(doc, offset))
     for spans in result:  # in order: a doc's entities are, and its pieces follow each other
       self.stats["ner/mentions"] += len(spans)
     return result
 
 
+  def _spans(self, doc, offset: int) -> List[Span]:
+    """The entity spans of one piece at ``offset``, computed on the token arrays (no Python
+    work per token, little per entity)."""
+    import numpy as np  # pylint: disable=g-import-not-at-top
+    found = _entity_arrays(doc)
+    if found is None:
+      return []
+    begins, ends, label_ids = found
+    uniques, which = np.unique(label_ids, return_inverse=True)
+    names = []
+    for label_id in uniques.tolist():
+      name = self._label_names.get(label_id)
+      if name is None:
+        name = self._label_names[label_id] = self.nlp.vocab.strings[label_id]
+      names.append(name)
+    if self.labels is not None:
+      keep = np.array([n in self.labels for n in names])[which]
+      begins, ends, which = begins[keep], ends[keep], which[keep]
+    if offset:
+      begins, ends = begins + offset, ends + offset
+    return list(zip(begins.tolist(), ends.tolist(), map(names.__getitem__, which.tolist())))
+
+
 def _entity_offsets(doc) -> List[Tuple[int, int, int]]:
-  """``(start_char, end_char, label id)`` of ``doc.ents``, in order, from the token arrays
+  """``(start_char, end_char, label id)`` of ``doc.ents``, in order (see
+  :func:`_entity_arrays`)."""
+  found = _entity_arrays(doc)
+  return [] if found is None else list(zip(*(a.tolist() for a in found)))
+
+
+def _entity_arrays(doc):
+  """Arrays ``(start_char, end_char, label id)`` of ``doc.ents`` (None when there is none), in
+  order, from the token arrays
   (``ENT_IOB``: 3 begins an entity, 1 continues it) rather than one ``Span`` object per
   entity: the same offsets (``IDX`` is a token's character offset, ``LENGTH`` its length),
   without the objects."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   from spacy.attrs import ENT_IOB, ENT_TYPE, IDX, LENGTH  # pylint: disable=g-import-not-at-top
   if not len(doc):
-    return []
-  arr = doc.to_array([ENT_IOB, ENT_TYPE, IDX, LENGTH])
+    return None
+  arr = doc.to_array([ENT_IOB, IDX, LENGTH]).astype(np.int64)
   iob = arr[:, 0]
   starts = np.flatnonzero(iob == 3)
   if not len(starts):
-    return []
+    return None
   breaks = np.append(np.flatnonzero(iob != 1), len(iob))  # where an entity cannot go on
   last = breaks[np.searchsorted(breaks, starts, side="right")] - 1
-  return list(zip(arr[starts, 2].tolist(), (arr[last, 2] + arr[last, 3]).tolist(),
-                  arr[starts, 1].tolist()))
+  # Label ids are 64-bit hashes: read as they are (uint64), not through the int64 array.
+  return arr[starts, 1], arr[last, 1] + arr[last, 2], doc.to_array(ENT_TYPE)[starts]
