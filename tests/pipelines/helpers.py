@@ -75,3 +75,22 @@ def read_records(output_dir: str) -> List[Dict]:
   for path in sorted(glob.glob(os.path.join(output_dir, "records-*.tfrecord"))):
     recs += [example_proto.decode_example(p) for p in tfrecord_io.read_records(path)]
   return recs
+
+
+def record_mentions(output_dir: str, entities_dir: str) -> List:
+  """(mention text, entity title or None) of every mention in a job's records, sorted, with
+  the titles of the vocabulary of ``entities_dir`` (a Wikipedia job's output dir)."""
+  import os  # pylint: disable=g-import-not-at-top
+  from schemas import documents as documents_schema  # pylint: disable=g-import-not-at-top
+  from schemas import entities as entities_schema  # pylint: disable=g-import-not-at-top
+  docs = documents_schema.load(output_dir)
+  vocab = entities_schema.titles_by_id(entities_schema.read_vocabulary(
+      os.path.join(entities_dir, "entities", "vocabulary.parquet")))
+  found = []
+  for r in read_records(output_dir):
+    L = len(r["token_ids"]) // len(r["segment_mask"])
+    for s, b, e, ent in zip(r["mention_segment"], r["mention_begin"], r["mention_end"],
+                            r["mention_entity_id"]):
+      text = docs[r["document_id"][s].decode()]["text"]
+      found.append((text[r["char_begin"][s * L + b]:r["char_end"][s * L + e]], vocab.get(ent)))
+  return sorted(found)

@@ -4,40 +4,11 @@ the Wikipedia job's aliases) finds mentions, the alias linker gives them the ent
 import json
 import os
 
-import pytest
-
-from schemas import documents as documents_schema
 from schemas import entities as entities_schema
 from schemas import manifest as manifest_schema
-from demo import synthetic_wikipedia as synth
-from pipelines import books, hotpotqa, inspect, wikipedia
-from tests.pipelines.helpers import hotpot_record, read_records, write_json
-from tests.pipelines.test_wikipedia_pipeline import PAGES, SMALL
-
-
-@pytest.fixture(scope="module")
-def entities_dir(tmp_path_factory):
-  base = tmp_path_factory.mktemp("wiki")
-  dump = str(base / "tiny-pages-articles.xml.bz2")
-  synth.write_dump(PAGES, dump)
-  out = str(base / "out")
-  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
-  return out
-
-
-def _mentions(out, entities_dir):
-  """(mention text, entity title or None) of every mention in the records."""
-  docs = documents_schema.load(out)
-  vocab = entities_schema.titles_by_id(entities_schema.read_vocabulary(
-      os.path.join(entities_dir, "entities", "vocabulary.parquet")))
-  found = []
-  for r in read_records(out):
-    L = len(r["token_ids"]) // len(r["segment_mask"])
-    for s, b, e, ent in zip(r["mention_segment"], r["mention_begin"], r["mention_end"],
-                            r["mention_entity_id"]):
-      text = docs[r["document_id"][s].decode()]["text"]
-      found.append((text[r["char_begin"][s * L + b]:r["char_end"][s * L + e]], vocab.get(ent)))
-  return sorted(found)
+from pipelines import books, hotpotqa, inspect
+from tests.pipelines.helpers import hotpot_record, record_mentions, write_json
+from tests.pipelines.test_wikipedia_pipeline import SMALL
 
 
 FLAGS = ["--ner", "spacy", "--linker", "alias", "--linker_min_count", "1"]
@@ -51,7 +22,7 @@ def test_books_get_linked_mentions(tmp_path, entities_dir):
   assert books.main(["--input", str(src / "b.txt"), "--output_dir", out, "--entities_dir",
                      entities_dir] + FLAGS + SMALL) == 0
   # The ruler finds the aliases (case-insensitively); the linker maps each to its entity.
-  assert _mentions(out, entities_dir) == [("France", "France"), ("Paris", "Paris"), ("seine", "Seine")]
+  assert record_mentions(out, entities_dir) == [("France", "France"), ("Paris", "Paris"), ("seine", "Seine")]
   with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
     m = manifest_schema.loads(f.read())
   stage = m["stages"]["annotate"]
@@ -69,7 +40,7 @@ def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir, capsys):
   out = str(tmp_path / "out")
   assert hotpotqa.main(["--input", path, "--output_dir", out, "--entities_dir", entities_dir]
                        + FLAGS + SMALL) == 0
-  found = _mentions(out, entities_dir)
+  found = record_mentions(out, entities_dir)
   assert ("Seine", "Seine") in found and ("France", "France") in found
   assert all(title is not None for _, title in found)  # all linked: no unknown ids here
   summary = json.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
@@ -93,7 +64,7 @@ def test_hotpotqa_paragraph_titles_link_their_mentions(tmp_path, entities_dir):
   flags = ["--ner", "spacy", "--linker", "alias", "--linker_min_count", "99"]
   assert hotpotqa.main(["--input", path, "--output_dir", out, "--entities_dir", entities_dir]
                        + flags + SMALL) == 0
-  found = set(_mentions(out, entities_dir))
+  found = set(record_mentions(out, entities_dir))
   assert found == {("Seine", "Seine"), ("France", None)}
   m = json.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   assert m["stages"]["annotate"]["linked_by_title"] >= 1

@@ -8,18 +8,15 @@ import os
 
 import pytest
 
-from schemas import documents as documents_schema
-from schemas import entities as entities_schema
 from schemas import manifest as manifest_schema
 from schemas import nl_cache
-from demo import synthetic_wikipedia as synth
-from pipelines import books, hotpotqa, wikipedia
+from pipelines import books, hotpotqa
 from pipelines.entities import cloud_nl
 from pipelines.entities.cloud_nl import CloudBackend, CloudConfig, Failure, RateLimiter
 from pipelines.errors import UserError
 from tests.pipelines.fake_language import FakeLanguageServer, KnownEntity
-from tests.pipelines.helpers import hotpot_record, read_records, write_json
-from tests.pipelines.test_wikipedia_pipeline import PAGES, SMALL
+from tests.pipelines.helpers import hotpot_record, record_mentions, write_json
+from tests.pipelines.test_wikipedia_pipeline import SMALL
 
 WIKI = "https://en.wikipedia.org/wiki/"
 ENTITIES = [
@@ -223,16 +220,6 @@ def test_cache_files_are_checked(tmp_path):
 
 # The jobs, through the fake server.
 
-@pytest.fixture(scope="module")
-def entities_dir(tmp_path_factory):
-  base = tmp_path_factory.mktemp("wiki")
-  dump = str(base / "tiny-pages-articles.xml.bz2")
-  synth.write_dump(PAGES, dump)
-  out = str(base / "out")
-  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
-  return out
-
-
 def _flags(server, tmp_path, entities_dir, *extra):
   return ["--ner", "cloud", "--nl_endpoint", server.endpoint, "--nl_insecure_channel",
           "--nl_cache_dir", str(tmp_path / "cache"), "--entities_dir", entities_dir,
@@ -251,20 +238,6 @@ def _dead_letters(out):
     with open(os.path.join(out, "dead_letter", name), encoding="utf-8") as f:
       lines += [json.loads(line) for line in f if line.strip()]
   return lines
-
-
-def _linked(out, entities_dir):
-  docs = documents_schema.load(out)
-  vocab = entities_schema.titles_by_id(entities_schema.read_vocabulary(
-      os.path.join(entities_dir, "entities", "vocabulary.parquet")))
-  found = []
-  for r in read_records(out):
-    L = len(r["token_ids"]) // len(r["segment_mask"])
-    for s, b, e, ent in zip(r["mention_segment"], r["mention_begin"], r["mention_end"],
-                            r["mention_entity_id"]):
-      text = docs[r["document_id"][s].decode()]["text"]
-      found.append((text[r["char_begin"][s * L + b]:r["char_end"][s * L + e]], vocab.get(ent)))
-  return sorted(set(found))
 
 
 HOTPOT = [
@@ -292,7 +265,7 @@ def test_hotpotqa_job_annotates_through_the_api_and_never_pays_twice(tmp_path, e
   # Paris, France and Seine are in the vocabulary of the tiny Wikipedia (Eiffel Tower only
   # as a link inside a File: caption, Barack Obama and Tokyo not at all): their ids come
   # from the API's wikipedia_url.
-  assert _linked(out, entities_dir) == [("Barack Obama", None), ("France", "France"),
+  assert sorted(set(record_mentions(out, entities_dir))) == [("Barack Obama", None), ("France", "France"),
                                         ("Paris", "Paris"), ("Seine", "Seine"), ("東京", None)]
   [dead] = _dead_letters(out)
   assert (dead["stage"], dead["reason"]) == ("annotate", "api_rejected")
@@ -309,7 +282,7 @@ def test_hotpotqa_job_annotates_through_the_api_and_never_pays_twice(tmp_path, e
   assert second_calls == 1
   stage2 = _manifest(out2)["stages"]["annotate"]
   assert stage2["cache_hits"] == 2 and stage2.get("billable_units", 0) == 0
-  assert _linked(out2, entities_dir) == _linked(out, entities_dir)
+  assert sorted(set(record_mentions(out2, entities_dir))) == sorted(set(record_mentions(out, entities_dir)))
 
 
 def test_dry_run_and_budget(tmp_path, entities_dir, capsys):
