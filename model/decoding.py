@@ -356,9 +356,11 @@ def triviaqa_predictions(decoder: Decoder, per_document: bool = False) -> Dict[s
 def narrativeqa_predictions(decoder: Decoder) -> Dict[str, str]:
   """``{"<document_id>: <question>": answer}`` (NarrativeQA ``qaps.csv`` keys).
 
-  The question text is the side file's ``question`` of that document, exactly; the answer is the
-  question-level span answer (aggregated over all its segments and sub-documents).  A question
-  read with several documents gets one key per document.
+  The question text is the side file's ``question`` of that document, exactly, and the
+  document id its ``source_document_id`` (the story: the pipeline writes one document per
+  question) or, without one, its ``document_id``; the answer is the question-level span answer
+  (aggregated over all its segments and sub-documents).  A question read with several
+  documents gets one key per document.
   """
   out = {}
   for qid in decoder.question_ids():
@@ -367,7 +369,8 @@ def narrativeqa_predictions(decoder: Decoder) -> Dict[str, str]:
       doc = decoder.documents.get(doc_id)
       if doc is None:
         continue
-      out[narrativeqa.prediction_key(doc_id, doc["question"])] = answer
+      story = doc.get("source_document_id") or doc_id
+      out[narrativeqa.prediction_key(story, doc["question"])] = answer
   return out
 
 

@@ -53,11 +53,16 @@ class Document:
   paragraphs: Tuple[Paragraph, ...] = ()
   mentions: Tuple[Mention, ...] = ()
   question: Optional[Question] = None
+  # The id of the source document this one reads, when several documents read the same text
+  # with different questions (NarrativeQA: one document per question, all with their story's
+  # text object, so that stages can work once per text); "" = this document's own id.
+  source_document_id: str = ""
 
   def side_record(self) -> Dict:
     """The documents side-file line (schemas/documents.py)."""
     q = self.question
-    return {
+    extra = {"source_document_id": self.source_document_id} if self.source_document_id else {}
+    return {**extra,
         "document_id": self.id,
         "question_id": q.id if q else "",
         "question": q.text if q else "",

@@ -15,7 +15,10 @@ document (not per sub-document)::
    "source_id": str}
 
 Offsets are Python string (code point) offsets into ``text``; ``question`` offsets of question
-tokens index ``question``.
+tokens index ``question``.  Optional: ``"source_document_id": str``, the source document a line
+reads when several lines read the same text with different questions (NarrativeQA: one document
+per question, ``document_id = "<story id>:<k>"``, ``source_document_id = "<story id>"``, the
+id the official evaluation keys predictions with).
 
 Document ids of TriviaQA: one document per question-document pair, with
 ``document_id = "<QuestionId>--<Filename>"`` (``question_id = "<QuestionId>"``), which is exactly

@@ -37,7 +37,7 @@ import gc
 import hashlib
 import itertools
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -306,6 +306,7 @@ class _AnnotateFn(beam.DoFn):
 
   def start_bundle(self):
     self._stats = BundleStats()
+    self._last: Tuple[Optional[str], Any] = (None, None)  # the last text and its spans
 
   def process(self, batch: List[Document], budget: Optional["Budget"] = None):
     # The outputs are made before any is yielded, so that ``annotate/busy_ms`` (this stage's
@@ -314,12 +315,22 @@ class _AnnotateFn(beam.DoFn):
     self._stats.count("annotate/input", len(batch))
     out: List[Any] = []
     annotate = self._annotators.backend.annotate
+    # A text several documents read (NarrativeQA's questions of one story) is annotated once,
+    # also when its documents straddle two batches (the last text is remembered).
+    firsts: Dict[str, Document] = {}
+    for d in batch:
+      firsts.setdefault(d.text, d)
+    texts = [t for t in firsts if t is not self._last[0]]
     if self._annotators.cloud:
       counts: Dict[str, int] = {}
-      admit = None if budget is None else [budget.admits(d.source_id) for d in batch]
+      admit = (None if budget is None else
+               [budget.admits(_budget_key(firsts[t])) for t in texts])
       annotate = functools.partial(annotate, admit=admit, stats=counts)
     try:
-      spans = annotate([d.text for d in batch])
+      found_by_text = dict(zip(texts, annotate(texts)))
+      if self._last[0] in firsts:
+        found_by_text[self._last[0]] = self._last[1]
+      spans = [found_by_text[d.text] for d in batch]
     except UserError:
       raise  # e.g. refused credentials: every document would fail the same way
     except Exception:  # pylint: disable=broad-except  # find the document(s) that fail
@@ -335,6 +346,8 @@ class _AnnotateFn(beam.DoFn):
                                                                    e)))
     if self._annotators.cloud:
       self._stats.update(counts, prefix="annotate/")
+    self._stats.count("annotate/texts", len(texts))
+    self._last = (batch[-1].text, spans[-1])
     for doc, found in zip(batch, spans):
       if isinstance(found, Failure):  # the API rejected the text, or the budget is spent
         out.append(beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(
@@ -412,6 +425,11 @@ class _AnnotateFn(beam.DoFn):
       annotators.backend.cache.flush()
 
 
+def _budget_key(doc: Document) -> str:
+  """What --max_api_units admits: a source document (all documents reading its text)."""
+  return doc.source_document_id or doc.source_id
+
+
 def budget_bucket(source_id: str) -> int:
   """Where a document stands in the admission order of ``--max_api_units``."""
   digest = hashlib.sha256(source_id.encode("utf-8", "surrogatepass")).digest()
@@ -480,8 +498,12 @@ class _PlanFn(beam.DoFn):
 
   def start_bundle(self):
     self._stats = BundleStats()
+    self._last_text: Optional[str] = None
 
   def process(self, doc: Document):
+    if doc.text is self._last_text:  # another question of the same story: planned already
+      return
+    self._last_text = doc.text
     plan = self._annotators.backend.plan(doc.text)
     self._stats.count("annotate/planned_documents")
     self._stats.count("annotate/planned_requests", plan.requests)
@@ -490,7 +512,7 @@ class _PlanFn(beam.DoFn):
     self._stats.count("annotate/planned_characters", plan.characters)
     if plan.units:
       self._stats.count("annotate/planned_documents_calling")
-      yield budget_bucket(doc.source_id), plan.units
+      yield budget_bucket(_budget_key(doc)), plan.units
 
   def finish_bundle(self):
     yield from self._stats.emit()

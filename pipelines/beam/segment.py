@@ -83,14 +83,18 @@ class TokenizeAndSegmentFn(beam.DoFn):
   def start_bundle(self):
     self._stats = BundleStats()
     self._waiting: List[Document] = []
-    self._in_flight: Deque[Tuple[List[Document], List[str], concurrent.futures.Future]] = (
-        collections.deque())
+    # (documents, (their texts, the distinct texts sent), encode_raw of the distinct texts)
+    self._in_flight: Deque[Tuple[List[Document], Tuple[List[str], List[str]],
+                                 concurrent.futures.Future]] = collections.deque()
     self._docs_in_flight = 0
 
   def process(self, doc: Document):
-    self._waiting.append(doc)
-    if len(self._waiting) >= self._chunk:
+    # A full chunk goes when a document with another text comes: documents that read one
+    # text (NarrativeQA's questions of a story, one after the other) share a chunk, and the
+    # text is tokenised once.
+    if len(self._waiting) >= self._chunk and doc.text is not self._waiting[-1].text:
       self._submit()
+    self._waiting.append(doc)
     yield from self._segment_ready(wait=False)
 
   def finish_bundle(self):
@@ -106,7 +110,10 @@ class TokenizeAndSegmentFn(beam.DoFn):
     chunk, self._waiting = self._waiting, []
     if chunk:
       texts = [d.text for d in chunk] + [d.question.text for d in chunk if d.question]
-      self._in_flight.append((chunk, texts, self._pool.submit(self._tokenizer.encode_raw, texts)))
+      unique = list(dict.fromkeys(texts))  # a text several documents read: tokenised once
+      self._stats.count("segment/texts_tokenised", len(unique))
+      self._in_flight.append((chunk, (texts, unique),
+                              self._pool.submit(self._tokenizer.encode_raw, unique)))
       self._docs_in_flight += len(chunk)
 
   def _segment_ready(self, wait: bool):
@@ -114,9 +121,10 @@ class TokenizeAndSegmentFn(beam.DoFn):
     more than ``batch_size`` documents are in flight)."""
     while self._in_flight and (wait or self._in_flight[0][2].done()
                                or self._docs_in_flight > self._max_in_flight):
-      chunk, texts, future = self._in_flight.popleft()
+      chunk, (texts, unique), future = self._in_flight.popleft()
       self._docs_in_flight -= len(chunk)
-      encoded = self._tokenizer.build(texts, future.result())
+      built = dict(zip(unique, self._tokenizer.build(unique, future.result())))
+      encoded = [built[t] for t in texts]
       questions = iter(encoded[len(chunk):])
       for doc, ctx in zip(chunk, encoded):
         yield from self._segment(doc, ctx, next(questions) if doc.question else None)
