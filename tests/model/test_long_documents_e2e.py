@@ -1,0 +1,98 @@
+"""The long-document datasets end to end: pipeline -> model.train (tiny, 2 steps) ->
+model.predict -> model.evaluate, with questions whose documents span several sub-documents."""
+
+import csv
+import json
+import os
+
+import pytest
+
+from model import configs, evaluate, predict, train
+from pipelines import narrativeqa
+from schemas import documents as documents_schema
+from tests.pipelines.test_narrativeqa_pipeline import SAMPLES, make_layout
+
+# 48-token segments, one per sub-document: the longer stories span several sub-documents.
+FLAGS = ["--seq_length", "48", "--overlap", "8", "--max_segments_per_document", "1",
+         "--segments_per_pack", "8", "--max_question_tokens", "12"]
+
+
+def _chain(records_dir, tmp_path, task, gold, *eval_flags):
+  model_dir = str(tmp_path / "model")
+  train.train(records_dir, model_dir, train.config_from_manifest(records_dir, "tiny"),
+              configs.TrainConfig(learning_rate=1e-3, steps=2, seed=0, warmup_steps=0),
+              log_fn=lambda d: None)
+  preds = str(tmp_path / "predictions.json")
+  assert predict.main(["--records_dir", records_dir, "--model_dir", model_dir, "--output",
+                       preds, "--task", task]) == 0
+  metrics = str(tmp_path / "metrics.json")
+  assert evaluate.main(["--task", task, "--predictions", preds, "--gold", gold, "--output",
+                        metrics, *eval_flags]) == 0
+  with open(preds, encoding="utf-8") as f, open(metrics, encoding="utf-8") as g:
+    return json.load(f), json.load(g)
+
+
+def _sub_documents(out):
+  with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
+    return json.load(f)["examples"]
+
+
+def test_narrativeqa_chain_on_fixtures(tmp_path):
+  qaps = make_layout(str(tmp_path / "nqa"))
+  out = str(tmp_path / "out")
+  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test"]
+                          + FLAGS) == 0
+  ex = _sub_documents(out)
+  assert ex["sub_documents"] > ex["documents"] == 4  # stories over several sub-documents
+  preds, metrics = _chain(out, tmp_path, "narrativeqa", qaps, "--no_meteor", "--split", "test")
+  # One prediction per written question, keyed "<story id>: <question>" as the official
+  # evaluation wants, whatever the number of sub-documents it was read in.
+  assert sorted(preds) == ["book1: What did Mr. Ashby keep?", "book1: Who was Clara?",
+                           "latin1: Where did Núñez live?", "script1: Where do the logs go?"]
+  assert {"bleu_1", "bleu_4", "rouge_l"} <= set(metrics)
+  assert metrics["n_answered"] == 4
+
+
+TIME_MACHINE = "72ddeff1fe6bb9841d1c1da4b3031001bf6b1f58"
+# Questions of our own about the real NarrativeQA test story (The Time Machine).
+TM_QUESTIONS = [
+    ("Who are the Eloi afraid of?", "The Morlocks.", "the Morlocks"),
+    ("What does the Time Traveller find in his pocket?", "Two strange white flowers.",
+     "white flowers"),
+    ("Who is Weena?", "A little Eloi woman he saves from drowning.", "an Eloi woman"),
+]
+
+
+@pytest.mark.skipif(not os.path.isdir(SAMPLES), reason="no ../shared/samples")
+def test_narrativeqa_chain_on_the_time_machine(tmp_path):
+  root = tmp_path / "nqa"
+  (root / "tmp").mkdir(parents=True)
+  with open(os.path.join(SAMPLES, "documents_full.csv"), encoding="utf-8", newline="") as f:
+    rows = list(csv.reader(f))
+  with open(root / "documents.csv", "w", encoding="utf-8", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(rows[0])
+    w.writerows(r for r in rows[1:] if r and r[0] == TIME_MACHINE)
+  with open(os.path.join(SAMPLES, "stories", f"{TIME_MACHINE}.content"), "rb") as f:
+    (root / "tmp" / f"{TIME_MACHINE}.content").write_bytes(f.read())
+  with open(root / "qaps.csv", "w", encoding="utf-8", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["document_id", "set", "question", "answer1", "answer2", "question_tokenized",
+                "answer1_tokenized", "answer2_tokenized"])
+    for q, a1, a2 in TM_QUESTIONS:
+      w.writerow([TIME_MACHINE, "test", q, a1, a2, "", "", ""])
+  out = str(tmp_path / "out")
+  assert narrativeqa.main(["--input", str(root / "qaps.csv"), "--output_dir", out, "--split",
+                           "test", "--seq_length", "512", "--max_segments_per_document",
+                           "32"]) == 0
+  with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
+    m = json.load(f)
+  assert m["counts"]["written"] == 3 and m["stages"]["segment"]["texts_tokenised"] == 4
+  assert m["stages"]["answers"]["oracle_found"] == 3
+  assert m["examples"]["sub_documents"] >= 6  # ~48k tokens: more than 32 segments per question
+  docs = documents_schema.load(out)
+  assert len(docs[f"{TIME_MACHINE}:0"]["text"].split()) > 30_000
+  preds, metrics = _chain(out, tmp_path, "narrativeqa", str(root / "qaps.csv"), "--no_meteor",
+                          "--split", "test")
+  assert sorted(preds) == sorted(f"{TIME_MACHINE}: {q}" for q, _, _ in TM_QUESTIONS)
+  assert metrics["n_answered"] == 3
