@@ -191,3 +191,13 @@ def test_real_format_samples(tmp_path, context):
       assert m["counts"]["rejected"] == 1 and list(m["rejected_by_reason"])[0] in (
           "parse/missing_story_start", "parse/missing_story_end")
   assert written == (3 if context == "summary" else 0)
+
+
+def test_annotation_runs_once_per_story(tmp_path, entities_dir):
+  qaps = make_layout(str(tmp_path / "nqa"))
+  out = str(tmp_path / "out")
+  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test", "--ner",
+                           "spacy", "--linker", "alias", "--entities_dir", entities_dir]
+                          + FLAGS) == 0
+  stage = _manifest(out)["stages"]["annotate"]
+  assert stage["input"] == stage["output"] == 4 and stage["texts"] == 3
