@@ -248,13 +248,14 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   if len(paths) != 1:
     raise FileNotFoundError(f"--input names one qaps.csv, but matches {len(paths)} files")
   where = options.paths(paths[0])
-  needed = [where["summaries"] if options.context == "summary" else where["documents"]]
-  if options.context == "story":
-    needed.append(where["stories_dir"])
-  for path in needed:
-    if not FileSystems.exists(path):
-      raise FileNotFoundError(f"{path} does not exist (see --documents, --summaries, "
-                              f"--stories_dir)")
+  needed = where["summaries"] if options.context == "summary" else where["documents"]
+  if not FileSystems.exists(needed):
+    raise FileNotFoundError(f"{needed} does not exist (see --documents, --summaries)")
+  if options.context == "story":  # a folder: on gs:// only its objects exist, so look for one
+    stories = FileSystems.join(where["stories_dir"], "*.content")
+    if not FileSystems.match([stories], limits=[1])[0].metadata_list:
+      raise FileNotFoundError(f"{where['stories_dir']} does not exist or holds no "
+                              f"<document_id>.content story (see --stories_dir)")
   questions = (p | "QuestionFiles" >> beam.Create(paths)
                | "ReadQuestions" >> beam.ParDo(_ReadQuestionsFn(options.split)).with_outputs(
                    DEAD_LETTER, INPUT_COUNT, STATS, main=QUESTIONS))

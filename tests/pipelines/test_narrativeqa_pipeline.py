@@ -173,7 +173,7 @@ def test_bad_flags_and_paths(tmp_path, capsys):
   assert e.value.code == 2 and "--split" in capsys.readouterr().err
   code = narrativeqa.main(["--input", qaps, "--output_dir", str(tmp_path / "o"),
                            "--stories_dir", str(tmp_path / "nowhere")])
-  assert code == 1 and "does not exist" in capsys.readouterr().err
+  assert code == 1 and "holds no <document_id>.content" in capsys.readouterr().err
 
 
 @pytest.mark.skipif(not os.path.isdir(SAMPLES), reason="no ../shared/samples")
