@@ -10,6 +10,7 @@ segmenter then maps the spans to tokens.
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable, List, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -24,7 +25,14 @@ from pipelines.text.answers import find_answer_spans
 NAMESPACE = "readtwice.answers"
 
 
+# search(text, answers) -> (sorted char spans, how: "exact" | "normalised" | "not_found")
+Search = Callable[[str, Sequence[str]], Tuple[List[Tuple[int, int]], str]]
+
+
 class _AnswerSearchFn(beam.DoFn):
+
+  def __init__(self, search: Search):
+    self._search = search
 
   def setup(self):
     self._per_question = Metrics.distribution(NAMESPACE, "answers_per_question")
@@ -40,7 +48,7 @@ class _AnswerSearchFn(beam.DoFn):
       yield doc
       return
     try:
-      spans, how = find_answer_spans(doc.text, q.answers)
+      spans, how = self._search(doc.text, q.answers)
     except Exception as e:  # pylint: disable=broad-except
       yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("answers", doc.source_id, e))
       return
@@ -57,10 +65,17 @@ class _AnswerSearchFn(beam.DoFn):
 class LabelAnswers(beam.PTransform):
   """Documents -> the same documents with ``question.answer_spans`` (span questions only).
 
+  ``search``: how answers are found (default :func:`find_answer_spans`; TriviaQA:
+  :func:`pipelines.text.triviaqa_answers.find_alias_spans`, every alias after the official
+  normalisation).  A question whose answer occurs nowhere is kept and counted.
   Outputs: main (Document), ``stats`` (``answers/exact|normalised|not_found`` and the
   ``answers_per_question`` distribution), ``dead_letter`` (stage ``answers``).
   """
 
+  def __init__(self, search: Search = find_answer_spans):
+    super().__init__()
+    self._search = search
+
   def expand(self, docs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
-    return docs | "AnswerSearch" >> beam.ParDo(_AnswerSearchFn()).with_outputs(
+    return docs | "AnswerSearch" >> beam.ParDo(_AnswerSearchFn(self._search)).with_outputs(
         DEAD_LETTER, STATS, main="documents")

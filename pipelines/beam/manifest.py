@@ -18,10 +18,11 @@ from pipelines.beam.stats import split_stats
 
 LOGGER = logging.getLogger("pipelines")
 # Stages in pipeline order; a stage appears in ``stage_counts`` when it ran.
-STAGE_ORDER = ("read", "parse", "annotate", "answers", "segment", "labels", "dedup")
+STAGE_ORDER = ("read", "parse", "evidence", "annotate", "answers", "segment", "labels", "dedup")
 _COMMON_KINDS = ("records", "documents", "dead_letter", "skipped")
 _STAGE_IO = {  # stage -> (input counter, output counter) in the stats
     "parse": ("parse/input", "parse/output"),
+    "evidence": ("evidence/input", "evidence/output"),  # TriviaQA: plans -> documents
     "annotate": ("annotate/input", "annotate/output"),
     "answers": ("answers/input", "answers/output"),
     "segment": ("segment/input", "segment/documents"),

@@ -5,6 +5,21 @@ Every file is streamed through ``FileSystems.open`` (local, ``gs://``; ``.gz`` /
 never the whole file.  A file whose first non-whitespace byte (after an optional UTF-8 BOM) is
 ``[`` is one JSON list; any other file is JSON lines.
 
+With ``list_key`` (e.g. ``"Data"`` for TriviaQA's ``{"Data": [...], "Domain": ..., ...}``) a file
+whose first non-whitespace byte is ``{`` is one JSON object holding the list of records under
+that key, anywhere among its keys: the values of the keys before it are skipped (decoded one at
+a time, never the whole file), then the list is streamed exactly like a top-level list (same
+damage handling and dead letters, source ids ``path#index``), and what follows the list must
+close the object (``, "key": value ... }``; other keys are not kept).  A file starting with
+``[`` is still a list and any other file JSON lines.  An object without the key, or whose key
+holds no list, is one dead letter (source id: the path); so is a JSON-lines file (its first line
+is read as the object).
+
+``expand`` (optional) splits each readable item into the records it stands for, e.g. one per
+TriviaQA question-document pair, the unit of that dataset's evaluation: every record counts as
+one input (``read/records``, ``input_count``) and ``read/items`` counts the items.  An item it
+returns nothing for, or that it fails on, is passed on as it is (the parser decides).
+
 Damage costs only the records it touches:
 
 * Invalid UTF-8 dead-letters only the item / line that holds it (reason ``invalid_utf8``).  List
@@ -85,6 +100,7 @@ _MAX_KEYS = 16     # more distinct first keys than this: resync checks the value
 _SNIPPET = 60
 _PREFIX_SPAN = 1024  # how far into a corrupt region an item with no ',' before it is looked for
 _TAIL = 16  # the last characters of a corrupt region kept to see how it ends
+_OBJECT_TAIL = 4096  # the same inside an object (list_key), whose rest follows the list
 _SNIFF = 64  # bytes looked at to tell JSON text from other data
 _MAX_INDENT = 1 << 20  # leading blanks on one line beyond this are dropped, not buffered
 _MAX_LEADING_BAD_LINES = 1000  # none of these is JSON: the file is not JSON lines
@@ -193,8 +209,11 @@ class _JsonListReader:
 
   def __init__(self, chunks: Iterable[bytes], path: str, chunk_chars: int = DEFAULT_CHUNK_SIZE,
                max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, start_byte: int = 0,
-               start_char: int = 0):
+               start_char: int = 0, list_key: Optional[str] = None):
     self._chunks = iter(chunks)
+    self._list_key = list_key  # the file is {..., list_key: [items], ...} when it starts with {
+    self._in_object = False    # reading the list inside such an object
+    self._tail = _TAIL
     self._path = path
     self._decoder = codecs.getincrementaldecoder("utf-8")(errors="surrogateescape")
     self._chunk_chars = max(1, chunk_chars)
@@ -286,7 +305,9 @@ class _JsonListReader:
       final = self._eof and p + w == n
       try:
         value, end = _DECODER.raw_decode(doc)
-        if end < w or final:
+        # A number may go on past the window ("1." + "5"): only a later character ends it.
+        cut = end > w - _END_MARGIN and _kind(doc[0]) == _NUMBER
+        if (end < w and not cut) or final:
           if end > self._max_item:
             return False, f"item longer than {self._max_item} characters", p
           self._window = max(_MIN_WINDOW, 2 * end)
@@ -310,6 +331,10 @@ class _JsonListReader:
 
   def __iter__(self) -> Iterator[Event]:
     i = self._skip_ws(0)
+    if self._list_key is not None and i < len(self._buf) and self._buf[i] == "{":
+      i = yield from self._enter_object(i)
+      if i is None:
+        return
     if i >= len(self._buf) or self._buf[i] != "[":
       yield Unreadable(self._id(0), "invalid_json", f"Expecting '[' ({self._where(i)})",
                        False, self._base + i)
@@ -413,7 +438,14 @@ class _JsonListReader:
     q = self._skip_ws(end)
     if q >= len(self._buf) or self._buf[q] == ",":
       return True
-    return self._buf[q] == "]" and self._skip_ws(q + 1) >= len(self._buf)
+    return self._buf[q] == "]" and self._closes(q + 1)
+
+  def _closes(self, i: int) -> bool:
+    """Whether the list's closing ``]`` may be right before ``buf[i]``: the end of the file
+    follows (a top-level list), or the rest of the enclosing object (see ``list_key``)."""
+    if self._in_object:
+      return self._object_rest(i)[0] is None
+    return self._skip_ws(i) >= len(self._buf)
 
   def _resync(self, p: int, index: int, message: str, err: int, junk: bool):
     """Skips the corrupt item (or, if ``junk``, the text after a good item) at ``buf[p]``:
@@ -462,7 +494,7 @@ class _JsonListReader:
         continue
       escaped = escaped or bool(_ESCAPED.search(self._buf, checked, s))
       if s > origin:
-        tail = (tail + self._buf[max(origin, s - _TAIL):s])[-_TAIL:]
+        tail = (tail + self._buf[max(origin, s - self._tail):s])[-self._tail:]
       shift = self._compact(s)
       s, checked, origin = s - shift, s - shift, max(0, origin - shift)
       if not self._more():
@@ -473,8 +505,8 @@ class _JsonListReader:
         # list's ']', and held no further item-like start.
         closer = {_OBJECT: "}", _ARRAY: "]", _STRING: '"'}.get(kind)
         last = (tail + self._buf[origin:]).rstrip(" \t\n\r")
-        one = (not failed and not junk and closer is not None and last.endswith("]")
-               and last[:-1].rstrip(" \t\n\r").endswith(closer))
+        one = (not failed and not junk and closer is not None
+               and self._ends_last_item(last, closer))
         if one:
           note = "it was the last item of the list"
         else:
@@ -497,9 +529,131 @@ class _JsonListReader:
                      f"{end_b}{note}", bool(failed) or junk or prefix, start_c)
     return found
 
+  def _ends_last_item(self, last: str, closer: str) -> bool:
+    """Whether the end of a corrupt region, ``last``, is the kind's closing character, the
+    list's ``]`` and (inside an object) the rest of the object."""
+    if not self._in_object:
+      return last.endswith("]") and last[:-1].rstrip(" \t\n\r").endswith(closer)
+    k = len(last)
+    for _ in range(8):  # the rest of the object may hold ']' itself: try the last few
+      k = last.rfind("]", 0, k)
+      if k < 0:
+        return False
+      if (last[:k].rstrip(" \t\n\r").endswith(closer)
+          and _is_object_rest(last[k + 1:], self._list_key)):
+        return True
+    return False
+
+  # -- the object around the list (``list_key``) -------------------------------------------
+
+  def _enter_object(self, i: int):
+    """Reads the top-level object at ``buf[i]`` up to the value of ``list_key``: returns the
+    position of its ``[``, or None after yielding the file's one dead letter (no such key,
+    not a list, or damage before it)."""
+    key_name = self._list_key
+    seen: List[str] = []
+
+    def fail(reason, message, at):
+      where = self._where(min(at, len(self._buf)))
+      return _whole_file(self._path, reason,
+                         f"{message} ({where}); the records of a JSON object file are the items "
+                         f"of its {key_name!r} list; not read further")
+
+    i = self._skip_ws(i + 1)
+    while True:
+      i -= self._maybe_compact(i)
+      if i >= len(self._buf):
+        yield fail("invalid_json", f"the file ends inside the top-level object before its "
+                   f"{key_name!r} key", i)
+        return None
+      if self._buf[i] == "}":
+        keys = ", ".join(repr(k) for k in seen[:10]) or "none"
+        yield fail("invalid_json", f"the top-level object has no {key_name!r} key (its keys: "
+                   f"{keys})", i)
+        return None
+      if self._buf[i] != '"':
+        self._extend_to(i + _SNIPPET)
+        yield fail("invalid_json", f"expecting a key of the top-level object, found "
+                   f"{self._buf[i:i + _SNIPPET]!r}", i)
+        return None
+      ok, key, end = self._decode(i)
+      if not ok:
+        yield fail("invalid_json", f"unreadable key of the top-level object: {key}", end)
+        return None
+      j = self._skip_ws(end)
+      if j >= len(self._buf) or self._buf[j] != ":":
+        yield fail("invalid_json", f"expecting ':' after the key {key!r}", j)
+        return None
+      j = self._skip_ws(j + 1)
+      if key == key_name:
+        if j < len(self._buf) and self._buf[j] == "[":
+          self._in_object = True
+          self._tail = _OBJECT_TAIL
+          return j
+        ok, value, end = self._decode(j)
+        what = type(value).__name__ if ok else "unreadable value"
+        what = {"dict": "an object", "str": "a string", "NoneType": "null"}.get(what, what)
+        yield fail("invalid_json", f"{key_name!r} is {what}, not a list", j)
+        return None
+      ok, value, end = self._decode(j)  # a value before the list: skipped
+      if not ok:
+        yield fail(_reason_at(self._buf, j, end), f"unreadable value of the key {key!r} "
+                   f"before {key_name!r}: {value}", end)
+        return None
+      seen.append(key)
+      j = self._skip_ws(end)
+      if j < len(self._buf) and self._buf[j] == ",":
+        i = self._skip_ws(j + 1)
+      elif j < len(self._buf) and self._buf[j] == "}":
+        i = j
+      else:
+        yield fail("invalid_json", f"expecting ',' or '}}' after the value of {key!r}", j)
+        return None
+
+  def _object_rest(self, i: int) -> Tuple[Optional[str], int, bool]:
+    """Checks that ``buf[i:]`` (after the list) closes the object: ``(, "key": value)* }`` and
+    the end of the file.  ``(None, end, False)`` or ``(message, position, uncertain)``;
+    uncertain: a second ``list_key`` (a list not read).  Extends the buffer, never compacts."""
+    i = self._skip_ws(i)
+    while True:
+      if i >= len(self._buf):
+        return "the file ends before the top-level object is closed", i, False
+      ch = self._buf[i]
+      if ch == "}":
+        j = self._skip_ws(i + 1)
+        if j < len(self._buf):
+          return "text after the top-level object's closing '}'", j, False
+        return None, j, False
+      if ch != ",":
+        return "expecting ',' or '}' in the top-level object", i, False
+      i = self._skip_ws(i + 1)
+      if i >= len(self._buf) or self._buf[i] != '"':
+        return "expecting a key of the top-level object", i, False
+      ok, key, end = self._decode(i)
+      if not ok:
+        return f"unreadable key of the top-level object ({key})", end, False
+      if key == self._list_key:
+        return f"a second {key!r} key (not read; it may hold further items)", i, True
+      j = self._skip_ws(end)
+      if j >= len(self._buf) or self._buf[j] != ":":
+        return f"expecting ':' after the key {key!r}", j, False
+      ok, value, end = self._decode(self._skip_ws(j + 1))
+      if not ok:
+        return f"unreadable value of the key {key!r} ({value})", end, False
+      i = self._skip_ws(end)
+
   def _trailer(self, i: int, index: int) -> Iterator[Event]:
     """Text after the list's closing ``]``: one dead letter, uncertain if it may hold items
-    (a ``{`` or ``[`` in its first characters, e.g. a second list appended to the file)."""
+    (a ``{`` or ``[`` in its first characters, e.g. a second list appended to the file).
+    Inside an object (``list_key``): the rest of the object, a dead letter if it is not one."""
+    if self._in_object:
+      message, at, uncertain = self._object_rest(i)
+      if message is not None:
+        self._extend_to(at + _SNIPPET)
+        yield Unreadable(self._id(index), "invalid_json",
+                         f"{message}, after the {self._list_key!r} list ({self._where(at)}): "
+                         f"{self._buf[at:at + _SNIPPET]!r}", uncertain, self._base + at)
+      return
     i = self._skip_ws(i)
     if i < len(self._buf):
       self._extend_to(i + _KEY_SPAN)
@@ -510,6 +664,24 @@ class _JsonListReader:
                        f"{self._buf[i:i + _SNIPPET]!r}"
                        + ("; it may hold further items" if itemlike else ""),
                        itemlike, self._base + i)
+
+
+def _reason_at(buf: str, begin: int, end: int) -> str:
+  return "invalid_utf8" if _ESCAPED.search(buf, begin, max(begin, end) + 1) else "invalid_json"
+
+
+def _is_object_rest(text: str, list_key: Optional[str]) -> bool:
+  """Whether ``text`` (what follows a list) closes an object: ``(, "key": value)* }``."""
+  rest = text.strip(" \t\n\r")
+  if rest == "}":
+    return True
+  if not rest.startswith(","):
+    return False
+  try:
+    value = json.loads("{" + rest[1:])
+  except (ValueError, RecursionError):
+    return False
+  return isinstance(value, dict) and bool(value) and list_key not in value
 
 
 def _iter_lines(chunks: Iterable[bytes], max_line_bytes: int, start_byte: int = 0,
@@ -689,8 +861,12 @@ def _split_head(chunks: Iterator[bytes]) -> Tuple[bytes, int, int, int]:
 
 
 def read_json_stream(chunks: Iterable[bytes], path: str, chunk_size: int = DEFAULT_CHUNK_SIZE,
-                     max_item_chars: int = DEFAULT_MAX_ITEM_CHARS) -> Iterator[Event]:
-  """The records and unreadable items of one file given as byte chunks (no Beam needed)."""
+                     max_item_chars: int = DEFAULT_MAX_ITEM_CHARS,
+                     list_key: Optional[str] = None) -> Iterator[Event]:
+  """The records and unreadable items of one file given as byte chunks (no Beam needed).
+
+  ``list_key``: a file starting with ``{`` is an object whose ``list_key`` holds the records
+  (see the module docstring)."""
   chunks = iter(chunks)
   head, bom, blanks, newlines = _split_head(chunks)
   body = head.lstrip(_WS_BYTES)
@@ -698,8 +874,9 @@ def read_json_stream(chunks: Iterable[bytes], path: str, chunk_size: int = DEFAU
   if verdict is not None:
     return iter([_whole_file(path, *verdict)])
   stream = itertools.chain([head] if head else [], chunks)
-  if body.startswith(b"["):
-    return iter(_JsonListReader(stream, path, chunk_size, max_item_chars, bom + blanks, blanks))
+  if body.startswith(b"[") or (list_key is not None and body.startswith(b"{")):
+    return iter(_JsonListReader(stream, path, chunk_size, max_item_chars, bom + blanks, blanks,
+                                list_key))
   return _read_lines(stream, path, max_item_chars, bom + blanks, newlines)
 
 
@@ -831,22 +1008,39 @@ def _file_size(path: str) -> Optional[int]:
     return None
 
 
+# Splits one item (source id, value) into the records it stands for (see ``expand`` above).
+Expander = Callable[[str, Any], Iterable[Tuple[str, Any]]]
+
+
+def _expand_item(expand: Expander, source_id: str, value: Any) -> List[Tuple[str, Any]]:
+  """``expand``'s records of an item; the item itself if it returns none or fails."""
+  try:
+    out = list(expand(source_id, value))
+  except Exception:  # pylint: disable=broad-except
+    out = []
+  return out or [(source_id, value)]
+
+
 class _ReadJsonFileFn(beam.DoFn):
   """One path -> its records; dead letters, the input count and ``read/...`` stats per file."""
 
   def __init__(self, chunk_size: int = DEFAULT_CHUNK_SIZE,
-               max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, progress_every_s: float = 10.0):
+               max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, progress_every_s: float = 10.0,
+               list_key: Optional[str] = None, expand: Optional[Expander] = None):
     super().__init__()
     self._chunk_size = chunk_size
     self._max_item_chars = max_item_chars
     self._progress_every_s = progress_every_s
+    self._list_key = list_key
+    self._expand = expand
+    self._keys = STAT_KEYS + (("read/items",) if expand is not None else ())
 
   def setup(self):
-    self._counters = {k: Metrics.counter(_NAMESPACE, k.split("/", 1)[1]) for k in STAT_KEYS}
+    self._counters = {k: Metrics.counter(_NAMESPACE, k.split("/", 1)[1]) for k in self._keys}
     self._dead = Metrics.counter(_NAMESPACE, "dead_letters")
 
   def process(self, path: str):
-    stats = dict.fromkeys(STAT_KEYS, 0)
+    stats = dict.fromkeys(self._keys, 0)
     stats["read/files"] = 1
     size = _file_size(path)
     start = time.monotonic()
@@ -856,15 +1050,22 @@ class _ReadJsonFileFn(beam.DoFn):
     with f:
       source = _Source(f, stored, self._chunk_size, lambda: progress.update(
           0, lambda _n, elapsed: _progress_line(path, size, source, stats, elapsed)))
-      events = read_json_stream(source.chunks(), path, self._chunk_size, self._max_item_chars)
+      events = read_json_stream(source.chunks(), path, self._chunk_size, self._max_item_chars,
+                                self._list_key)
       for event in _with_source_error(events, source, path):
         if isinstance(event, Item):
-          stats["read/records"] += 1
           value = event.value
           if event.escapes:
             value, replaced = replace_lone_surrogates(value)
             stats["read/lone_surrogates"] += replaced
-          yield event.source_id, value
+          if self._expand is None:
+            stats["read/records"] += 1
+            yield event.source_id, value
+            continue
+          stats["read/items"] += 1
+          for record in _expand_item(self._expand, event.source_id, value):
+            stats["read/records"] += 1
+            yield record
         elif isinstance(event, Repaired):
           stats["read/missing_separators"] += 1
         else:
@@ -902,14 +1103,17 @@ class ReadJsonRecords(beam.PTransform):
   The source id (``path#index`` or ``path:line``; a dead letter for a whole file: ``path``)
   maps every record and dead letter back to its input.
   ``chunk_size`` (bytes per read) and ``max_item_chars`` (largest item / line buffered) bound
-  the memory of the read.
+  the memory of the read.  ``list_key``: a file that is one JSON object holds its records as
+  the list under this key (e.g. ``"Data"``, TriviaQA); ``expand``: splits each item into the
+  records it stands for (both: see the module docstring).
   """
 
   def __init__(self, paths: List[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
-               max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, progress_every_s: float = 10.0):
+               max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, progress_every_s: float = 10.0,
+               list_key: Optional[str] = None, expand: Optional[Expander] = None):
     super().__init__()
     self._paths = paths
-    self._fn = _ReadJsonFileFn(chunk_size, max_item_chars, progress_every_s)
+    self._fn = _ReadJsonFileFn(chunk_size, max_item_chars, progress_every_s, list_key, expand)
 
   def expand(self, pbegin: beam.pvalue.PBegin) -> beam.pvalue.DoOutputsTuple:
     return (pbegin | "Paths" >> beam.Create(self._paths)

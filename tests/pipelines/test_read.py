@@ -664,3 +664,182 @@ def test_json_lines_and_file_heads_do_not_depend_on_chunking():
     # file is one dead letter.
     if len(reference) != 1 or reference[0].source_id != "f":
       assert {e.source_id for e in reference} <= {f"f:{n}" for n in range(1, 200)}, data
+
+
+# -- a JSON object holding the records under a key (list_key; TriviaQA's {"Data": [...]}) --------
+
+def obj_file(items_text, before="", after=', "Domain": "Web", "Split": "dev", "Version": 1.0'):
+  """``{<before>"Data": [<items>]<after>}`` (items as raw text, joined like json_list)."""
+  return "{" + before + '"Data": ' + json_list(items_text) + after + "}"
+
+
+def events_key(data: bytes, chunk_size=5, key="Data"):
+  chunks = [data[i:i + chunk_size] for i in range(0, len(data), chunk_size)]
+  return list(read_json_stream(chunks, "f", chunk_size, list_key=key))
+
+
+def test_object_file_streams_the_list_under_the_key(tmp_path):
+  path = tmp_path / "in.json"
+  data = json.dumps({"Data": ITEMS, "Domain": "Web", "Split": "dev", "VerifiedEval": False,
+                     "Version": 1.0}, indent=2).encode()
+  path.write_bytes(data)
+  run_read(path, [(k, ITEMS[k]) for k in range(5)], [], 5, stats(5, nbytes=len(data)),
+           list_key="Data")
+  # The key anywhere: values before it (nested, with ']' and '"Data"' inside strings) skipped.
+  before = ('"Domain": "Web", "Meta": {"x": [1, {"y": "]}\\"Data\\": ["}], "Data2": []}, '
+            '"Version": 1.0, ')
+  data = obj_file(GOOD, before=before, after="").encode()
+  for chunk_size in (1, 3, 64):
+    assert summary(events_key(data, chunk_size)) == [("item", f"f#{k}", ITEMS[k])
+                                                       for k in range(5)]
+  # A BOM, blank lines, escapes in the key, an empty list.
+  assert summary(events_key(b'\xef\xbb\xbf\n\n {"D\\u0061ta": [1, 2]}')) == [
+      ("item", "f#0", 1), ("item", "f#1", 2)]
+  assert events_key(b'{"Data": [], "Version": 1.0}') == []
+  # A top-level list and JSON lines are read as before.
+  assert summary(events_key(json_list(GOOD[:2]).encode())) == [("item", "f#0", ITEMS[0]),
+                                                               ("item", "f#1", ITEMS[1])]
+
+
+@pytest.mark.parametrize("data,words", [
+    (b'{"Domain": "Web", "Version": 1.0}', "has no 'Data' key (its keys: 'Domain', 'Version')"),
+    (b'{"Data": {"a": 1}, "Domain": "Web"}', "'Data' is an object, not a list"),
+    (b'{"Data": "x"}', "'Data' is a string, not a list"),
+    (b'{"Domain": "Web", "Split": oops, "Data": [1]}', "unreadable value of the key 'Split'"),
+    (b'{"Domain": "Web", ', "the file ends inside the top-level object"),
+    (b'{"a": 1}\n{"a": 2}\n', "has no 'Data' key"),  # JSON lines are read as one object
+])
+def test_object_file_without_the_list_is_one_dead_letter(tmp_path, data, words):
+  for chunk_size in (1, 4, 1 << 20):
+    (bad,) = events_key(data, chunk_size)
+    assert (bad.source_id, bad.reason, bad.uncertain) == ("f", "invalid_json", True)
+    assert words in bad.detail, bad.detail
+  path = tmp_path / "in.json"
+  path.write_bytes(data)
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)], chunk_size=3, list_key="Data")
+    assert_that(out.records, equal_to([]), label="records")
+    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d["stage"], d["reason"], d["source_id"])),
+                equal_to([("read", "invalid_json", str(path))]), label="dead")
+    assert_that(out[INPUT_COUNT], equal_to([1]), label="input_count")
+
+
+def test_numbers_cut_by_a_chunk_boundary():
+  """A number item or value whose fraction / exponent starts in the next chunk ("1." + "5")."""
+  data = ("[" + ", ".join(f"{i}.5e{i % 3}" for i in range(60)) + "]").encode()
+  for chunk_size in (1, 2, 3, 5, 7):
+    assert [e.value for e in events(data, chunk_size)] == [float(f"{i}.5e{i % 3}")
+                                                            for i in range(60)]
+  data = ('{"Data": [' + ", ".join(GOOD) + '], "Domain": "Web", "Version": 1.0}').encode()
+  for chunk_size in range(1, 12):
+    assert summary(events_key(data, chunk_size)) == [("item", f"f#{k}", ITEMS[k])
+                                                       for k in range(5)]
+
+
+def test_object_file_damage_costs_what_it_costs_in_a_list(tmp_path):
+  # A corrupt item in the middle: one certain dead letter, the others read.
+  items = GOOD[:1] + ['{"_id": "b", "v": x}'] + GOOD[2:]
+  data = obj_file(items).encode()
+  expected = [("item", "f#0", ITEMS[0]), ("invalid_json", "f#1", False)] + [
+      ("item", f"f#{k}", ITEMS[k]) for k in range(2, 5)]
+  for chunk_size in (1, 4, 1 << 20):
+    assert summary(events_key(data, chunk_size)) == expected
+  path = tmp_path / "in.json"
+  path.write_bytes(data)
+  run_read(path, [(k, ITEMS[k]) for k in (0, 2, 3, 4)], [("invalid_json", 1)], 5,
+           stats(4, invalid_json=1, nbytes=len(data)), list_key="Data")
+  # A corrupt last item, followed by the rest of the object: certain, "the last item".
+  data = obj_file(GOOD[:4] + ['{"_id": "e", "v": 4, "s": tex}']).encode()
+  for chunk_size in (1, 4, 1 << 20):
+    evs = events_key(data, chunk_size)
+    assert summary(evs)[-1] == ("invalid_json", "f#4", False)
+    assert "it was the last item of the list" in evs[-1].detail
+  # Truncated inside the list: uncertain, as for a list.
+  data = obj_file(GOOD)[:-70].encode()
+  assert summary(events_key(data))[-1] == ("invalid_json", "f#4", True)
+  # A missing ',' costs nothing; invalid UTF-8 costs its item.
+  data = ('{"Data": [' + GOOD[0] + " " + GOOD[1] + "]}").encode()
+  assert [s[0] for s in summary(events_key(data))] == ["item", "repaired", "item"]
+  data = obj_file(GOOD[:2]).encode().replace(b"text b", b"text \xff")
+  assert summary(events_key(data)) == [("item", "f#0", ITEMS[0]), ("invalid_utf8", "f#1", False)]
+
+
+@pytest.mark.parametrize("after,words,uncertain", [
+    (', "Domain": "Web"} junk', "text after the top-level object's closing '}'", False),
+    (', "Domain": "Web"', "the file ends before the top-level object is closed", False),
+    (', "Domain" "Web"}', "expecting ':' after the key 'Domain'", False),
+    (', "Data": [{"_id": "z"}]}', "a second 'Data' key (not read", True),
+])
+def test_object_file_damage_after_the_list_is_one_dead_letter(after, words, uncertain):
+  data = ('{"Data": ' + json_list(GOOD[:2]) + after).encode()
+  for chunk_size in (1, 4, 1 << 20):
+    evs = events_key(data, chunk_size)
+    assert summary(evs) == [("item", "f#0", ITEMS[0]), ("item", "f#1", ITEMS[1]),
+                            ("invalid_json", "f#2", uncertain)]
+    assert words in evs[-1].detail
+
+
+def test_object_file_results_do_not_depend_on_chunking():
+  rng = random.Random(5)
+  base = {"Data": [{"_id": f"q{i}", "s": rng.choice(["é€😀", "plain", 'a"b', "x, {y ]}"]),
+                    "pages": [{"f": "a.txt"}], "n": i} for i in range(5)],
+          "Domain": "Web", "Split": "dev", "VerifiedEval": False, "Version": 1.0}
+  text = json.dumps(base, ensure_ascii=False)
+  for _ in range(150):
+    data = bytearray(text.encode())
+    for _ in range(rng.randint(0, 3)):
+      k = rng.randrange(1, len(data))
+      op = rng.random()
+      if op < 0.3:
+        del data[k:k + rng.randint(1, 5)]
+      elif op < 0.8:
+        data[k:k] = bytes([rng.choice(b'{}[],:" x\xff')])
+      else:
+        data = data[:k]
+    data = bytes(data)
+    reference = list(read_json_stream([data], "f", len(data) + 1, list_key="Data"))
+    for chunk_size in (1, 2, 7, 64):
+      assert events_key(data, chunk_size) == reference, data
+    ids = [e.source_id for e in reference if not isinstance(e, Repaired)]
+    if ids != ["f"]:
+      assert ids == [f"f#{k}" for k in range(len(ids))], data
+    if data == text.encode():
+      assert [e.value for e in reference] == base["Data"]
+
+
+def test_object_file_is_read_lazily():
+  pulled = []
+  def chunks():
+    yield b'{"Domain": "Web", "Data": [' + GOOD[0].encode()
+    for i in range(1000):
+      pulled.append(i)
+      yield b", " + GOOD[1].encode()
+    yield b'], "Version": 1.0}'
+  it = read_json_stream(chunks(), "f", 64, list_key="Data")
+  assert next(it) == Item("f#0", ITEMS[0])
+  assert len(pulled) <= 2
+  assert sum(1 for _ in it) == 1000
+
+
+def _pairs(source_id, value):
+  """An expand for tests: one record per element of ``value["p"]``; fails on non-objects."""
+  return [(source_id, {"_id": value["_id"], "p": p}) for p in value["p"]]
+
+
+def test_expand_splits_items_into_records_that_count_as_inputs(tmp_path):
+  path = tmp_path / "in.json"
+  items = [{"_id": "a", "p": [1, 2, 3]}, {"_id": "b", "p": []}, 7, {"_id": "c", "p": [4]}]
+  data = ('{"Data": [' + ", ".join(json.dumps(x) for x in items[:3]) + ', {"_id": oops}, '
+          + json.dumps(items[3]) + "]}").encode()
+  path.write_bytes(data)
+  sid = f"{path}#"
+  expected = ([(0, {"_id": "a", "p": p}) for p in (1, 2, 3)]
+              + [(1, items[1]), (2, 7), (4, {"_id": "c", "p": 4})])
+  # 6 records from 4 readable items (b expands to nothing and 7 makes it fail: passed on as
+  # they are), plus one dead letter.
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)], chunk_size=7, list_key="Data", expand=_pairs)
+    assert_that(out.records, equal_to([(f"{sid}{k}", v) for k, v in expected]), label="rec")
+    assert_that(out[INPUT_COUNT], equal_to([7]), label="input_count")
+    assert_that(out[STATS], equal_to([dict(stats(6, invalid_json=1, nbytes=len(data)),
+                                           **{"read/items": 4})]), label="stats")
