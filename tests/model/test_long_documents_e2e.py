@@ -96,3 +96,64 @@ def test_narrativeqa_chain_on_the_time_machine(tmp_path):
                           "--split", "test")
   assert sorted(preds) == sorted(f"{TIME_MACHINE}: {q}" for q, _, _ in TM_QUESTIONS)
   assert metrics["n_answered"] == 3
+
+
+def _triviaqa_chain(tmp_path, question_file, evidence, per_document):
+  from pipelines import triviaqa  # pylint: disable=g-import-not-at-top
+  out = str(tmp_path / "out")
+  assert triviaqa.main(["--input", question_file, "--evidence_dir", evidence, "--output_dir",
+                        out] + FLAGS) == 0
+  flags = ["--per_document"] if per_document else []
+  model_dir = str(tmp_path / "model")
+  train.train(out, model_dir, train.config_from_manifest(out, "tiny"),
+              configs.TrainConfig(learning_rate=1e-3, steps=2, seed=0, warmup_steps=0),
+              log_fn=lambda d: None)
+  preds = str(tmp_path / "predictions.json")
+  assert predict.main(["--records_dir", out, "--model_dir", model_dir, "--output", preds,
+                       "--task", "triviaqa"] + flags) == 0
+  metrics = str(tmp_path / "metrics.json")
+  assert evaluate.main(["--task", "triviaqa", "--predictions", preds, "--gold", question_file,
+                        "--output", metrics] + flags) == 0
+  with open(preds, encoding="utf-8") as f, open(metrics, encoding="utf-8") as g, open(
+      question_file, encoding="utf-8") as h:
+    return json.load(f), json.load(g), json.load(h)
+
+
+@pytest.mark.parametrize("name", ["wikipedia-dev", "web-dev"])
+def test_triviaqa_chain_on_fixtures(tmp_path, name):
+  from model.evaluation import triviaqa as official  # pylint: disable=g-import-not-at-top
+  from tests.pipelines import test_triviaqa_pipeline as fx  # pylint: disable=g-import-not-at-top
+  evidence = fx.write_evidence(tmp_path / "evidence")
+  web = name.startswith("web")
+  # The fixtures' questions that the official evaluation accepts (the others test dead
+  # letters elsewhere).
+  domain = "Web" if web else "Wikipedia"
+
+  def accepted(datum):
+    try:
+      official.check_gold({"Data": [datum], "Domain": domain, "VerifiedEval": False})
+      return True
+    except ValueError:
+      return False
+
+  data = [d for d in (fx.WEB_DEV if web else fx.WIKI_DEV) if accepted(d)]
+  path = fx.write_question_file(tmp_path / f"{name}.json", data,
+                                "Web" if web else "Wikipedia", "dev")
+  preds, metrics, gold = _triviaqa_chain(tmp_path, path, evidence, per_document=web)
+  # The keys round-trip: exactly the official evaluation keys whose evidence exists.
+  keys = set(official.key_to_answer(gold, per_document=web))
+  assert set(preds) <= keys and metrics["n_answered"] == len(preds) > 0
+  assert {"exact_match", "f1"} <= set(metrics)
+
+
+@pytest.mark.skipif(not os.path.isdir(os.path.join(SAMPLES, "..", "triviaqa")),
+                    reason="no ../shared/samples")
+@pytest.mark.parametrize("name", ["wikipedia-dev", "web-dev"])
+def test_triviaqa_chain_on_samples(tmp_path, name):
+  from model.evaluation import triviaqa as official  # pylint: disable=g-import-not-at-top
+  base = os.path.join(SAMPLES, "..", "triviaqa")
+  web = name.startswith("web")
+  preds, metrics, gold = _triviaqa_chain(tmp_path, os.path.join(base, "qa", f"{name}.json"),
+                                         os.path.join(base, "evidence"), per_document=web)
+  assert set(preds) == set(official.key_to_answer(gold, per_document=web))
+  assert metrics["n_missing"] == 0
