@@ -18,6 +18,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ("segment_windows.py", ["--repeats", "1", "--calls", "3"]),
     ("wikipedia_throughput.py", ["--pages", "60", "--words_per_page", "100", "--pairs", "1"]),
     ("ner_throughput.py", ["--pages", "40", "--pairs", "1"]),
+    ("linker_quality.py", []),
+    ("oracle.py", ["--words", "3000", "--questions", "6", "--repeats", "1"]),
+    ("narrativeqa_memory.py", ["--words", "5000", "--questions", "3"]),
 ])
 def test_benchmark_prints_its_figure_last(script, args):
   proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script)] + args,
