@@ -31,7 +31,7 @@ Search = Callable[[str, Sequence[str]], Tuple[List[Tuple[int, int]], str]]
 
 class _AnswerSearchFn(beam.DoFn):
 
-  def __init__(self, search: Search):
+  def __init__(self, search: Search = find_answer_spans):
     self._search = search
 
   def setup(self):
