@@ -17,14 +17,14 @@ FLAGS = ["--seq_length", "48", "--overlap", "8", "--max_segments_per_document", 
          "--segments_per_pack", "8", "--max_question_tokens", "12"]
 
 
-def _chain(records_dir, tmp_path, task, gold, *eval_flags):
+def _chain(records_dir, tmp_path, task, gold, *eval_flags, predict_flags=()):
   model_dir = str(tmp_path / "model")
   train.train(records_dir, model_dir, train.config_from_manifest(records_dir, "tiny"),
               configs.TrainConfig(learning_rate=1e-3, steps=2, seed=0, warmup_steps=0),
               log_fn=lambda d: None)
   preds = str(tmp_path / "predictions.json")
   assert predict.main(["--records_dir", records_dir, "--model_dir", model_dir, "--output",
-                       preds, "--task", task]) == 0
+                       preds, "--task", task, *predict_flags]) == 0
   metrics = str(tmp_path / "metrics.json")
   assert evaluate.main(["--task", task, "--predictions", preds, "--gold", gold, "--output",
                         metrics, *eval_flags]) == 0
@@ -104,19 +104,10 @@ def _triviaqa_chain(tmp_path, question_file, evidence, per_document):
   assert triviaqa.main(["--input", question_file, "--evidence_dir", evidence, "--output_dir",
                         out] + FLAGS) == 0
   flags = ["--per_document"] if per_document else []
-  model_dir = str(tmp_path / "model")
-  train.train(out, model_dir, train.config_from_manifest(out, "tiny"),
-              configs.TrainConfig(learning_rate=1e-3, steps=2, seed=0, warmup_steps=0),
-              log_fn=lambda d: None)
-  preds = str(tmp_path / "predictions.json")
-  assert predict.main(["--records_dir", out, "--model_dir", model_dir, "--output", preds,
-                       "--task", "triviaqa"] + flags) == 0
-  metrics = str(tmp_path / "metrics.json")
-  assert evaluate.main(["--task", "triviaqa", "--predictions", preds, "--gold", question_file,
-                        "--output", metrics] + flags) == 0
-  with open(preds, encoding="utf-8") as f, open(metrics, encoding="utf-8") as g, open(
-      question_file, encoding="utf-8") as h:
-    return json.load(f), json.load(g), json.load(h)
+  preds, metrics = _chain(out, tmp_path, "triviaqa", question_file, *flags,
+                          predict_flags=flags)
+  with open(question_file, encoding="utf-8") as f:
+    return preds, metrics, json.load(f)
 
 
 @pytest.mark.parametrize("name", ["wikipedia-dev", "web-dev"])
