@@ -155,7 +155,9 @@ class _ReadQuestionsFn(beam.DoFn):
         else:
           records += 1
           yield row["document_id"], (source_id, row)
-    except (ValueError, OSError, csv.Error) as e:
+    except ValueError as e:  # not the file we expected (the message names it)
+      raise UserError(str(e)) from e
+    except (OSError, csv.Error) as e:
       raise UserError(f"cannot read {path}: {e}") from e
     yield beam.pvalue.TaggedOutput(INPUT_COUNT, records + dead)
     yield beam.pvalue.TaggedOutput(STATS, {"read/records": records,
@@ -168,7 +170,9 @@ def _read_keyed(path: str, columns: Sequence[str], split: str, value: str):
     for _, row in read_csv(path, columns):
       if not isinstance(row, BadInput) and row["set"] == split:
         yield row["document_id"], (row[value] if value else row)
-  except (ValueError, OSError, csv.Error) as e:
+  except ValueError as e:
+    raise UserError(str(e)) from e
+  except (OSError, csv.Error) as e:
     raise UserError(f"cannot read {path}: {e}") from e
 
 
