@@ -11,7 +11,9 @@ import json
 from typing import Any, Dict, Optional
 
 MEMORY_SOURCES = ("cls", "sts", "entity")
-IMPLEMENTED_MEMORY_SOURCES = ("cls",)
+IMPLEMENTED_MEMORY_SOURCES = MEMORY_SOURCES
+MEMORY_APPLICATIONS = ("all", "entity")  # which tokens read memory
+ANSWER_TYPE_MODES = ("mean", "paper")
 CONFIG_FILE = "config.json"
 
 
@@ -28,11 +30,26 @@ class ModelConfig:
     num_layers_second: Layers of BERT_2 (the second read, after memory attention).
     max_seq_length: Size of the position-embedding table (>= records' ``seq_length``).
     dropout: Dropout rate for embeddings, attention and feed-forward outputs.
+    use_memory: False for the plain-encoder baseline (BERT_1 and the heads, no memory and no
+      BERT_2): the paper's RoBERTa comparison.
     memory_source: Where memories come from: ``"cls"`` (one memory per segment, its CLS
-      token) is implemented; ``"sts"`` and ``"entity"`` are reserved for later.
+      token), ``"sts"`` (every span of ``sts_length`` tokens) or ``"entity"`` (every entity
+      mention of the pack, at most ``max_memories``).
+    sts_length: Tokens per span memory of ``"sts"`` (the paper: 32).
+    max_memories: Static cap of entity memories per pack (required for ``"entity"``); mentions
+      beyond it are counted by the input pipeline (``mentions_dropped``), never dropped
+      silently.
+    memory_application: ``"all"`` tokens read memory, or only tokens inside entity mentions
+      (``"entity"``, the paper's sparse application).
+    same_segment_only: The SS ablation: a segment reads only its own memories.
     max_segment_distance: B; relative segment distances are clipped to ``[-B, B]`` (the paper
       uses B = 10, the default).
-    memory_top_k: If set, each token attends only to its top-k memories (by score).
+    memory_top_k: If set, each token attends only to its top-k memories (by score; the paper:
+      100).
+    span_head_intermediate_size: Width of the span head's feed-forward layer (the paper's
+      appendix); None: one Dense layer.
+    answer_type_mode: ``"mean"`` (cross-entropy of the mean of segment logits) or ``"paper"``
+      (normalised over (segment x {span, yes, no}), max at inference).
     pre_layer_norm: Pre-LN transformer blocks if True, post-LN (BERT/RoBERTa) if False.
     initializer_range: Stddev of the truncated-normal initialiser.
     layer_norm_epsilon: LayerNorm epsilon.
@@ -45,9 +62,16 @@ class ModelConfig:
   num_layers_second: int = 2
   max_seq_length: int = 512
   dropout: float = 0.1
+  use_memory: bool = True
   memory_source: str = "cls"
+  sts_length: int = 32
+  max_memories: Optional[int] = None
+  memory_application: str = "all"
+  same_segment_only: bool = False
   max_segment_distance: int = 10
   memory_top_k: Optional[int] = None
+  span_head_intermediate_size: Optional[int] = None
+  answer_type_mode: str = "mean"
   pre_layer_norm: bool = False
   initializer_range: float = 0.02
   layer_norm_epsilon: float = 1e-12
@@ -63,6 +87,19 @@ class ModelConfig:
       raise ValueError("max_segment_distance must be >= 0.")
     if self.memory_top_k is not None and self.memory_top_k < 1:
       raise ValueError("memory_top_k must be None or >= 1.")
+    if self.memory_application not in MEMORY_APPLICATIONS:
+      raise ValueError(f"memory_application must be one of {MEMORY_APPLICATIONS}, got "
+                       f"{self.memory_application!r}.")
+    if self.answer_type_mode not in ANSWER_TYPE_MODES:
+      raise ValueError(f"answer_type_mode must be one of {ANSWER_TYPE_MODES}, got "
+                       f"{self.answer_type_mode!r}.")
+    if self.sts_length < 1:
+      raise ValueError(f"sts_length must be >= 1, got {self.sts_length}.")
+    if self.memory_source == "entity" and (self.max_memories is None or self.max_memories < 1):
+      raise ValueError("memory_source='entity' needs max_memories >= 1 (a static cap of entity "
+                       "memories per pack).")
+    if self.span_head_intermediate_size is not None and self.span_head_intermediate_size < 1:
+      raise ValueError("span_head_intermediate_size must be None or >= 1.")
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -178,7 +215,34 @@ def base(**overrides) -> ModelConfig:
   return ModelConfig(**kw)
 
 
+def _variant(size, **variant):
+  def make(**overrides):
+    return size(**dict(variant, **overrides))
+  make.__doc__ = f"{size.__name__} with {variant}"
+  return make
+
+
+# The paper's variants (Zemlyanskiy et al. 2021, §3-4): ReadTwice with CLS, STS (32-token span)
+# or entity memories; E(SS): each segment reads only its own memories; E(SS, 10L): the same
+# with 10 first-read layers, so that the model has the baseline's 12 layers in all; and the
+# plain RoBERTa encoder (12 layers, no memory) they are compared with.
+_VARIANTS = {
+    "cls": dict(memory_source="cls"),
+    "sts": dict(memory_source="sts", sts_length=32),
+    "e": dict(memory_source="entity", max_memories=4096, memory_top_k=100),
+    "e_ss": dict(memory_source="entity", max_memories=4096, memory_top_k=100,
+                 same_segment_only=True),
+    "e_ss_10l": dict(memory_source="entity", max_memories=4096, memory_top_k=100,
+                     same_segment_only=True, num_layers_first=10),
+    "roberta": dict(use_memory=False),
+}
+
 PRESETS = {"tiny": tiny, "base": base}
+PRESETS.update({f"readtwice_{k}" if k != "roberta" else "roberta_base": _variant(base, **v)
+                for k, v in _VARIANTS.items()})
+PRESETS.update({f"tiny_{k}": _variant(tiny, **dict(v, max_memories=64) if "max_memories" in v
+                                      else v)
+                for k, v in _VARIANTS.items() if k != "e_ss_10l"})  # no layers to take away
 
 
 def preset(name: str, **overrides) -> ModelConfig:

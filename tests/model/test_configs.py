@@ -46,10 +46,28 @@ def test_validation():
     configs.ModelConfig.from_dict({**configs.tiny().to_dict(), "bogus": 1})
 
 
-def test_unimplemented_memory_source_is_clear():
-  from model.layers import ExtractMemories
-  with pytest.raises(NotImplementedError, match="memory_source='entity' is not implemented"):
-    ExtractMemories(8, source="entity")
+def test_paper_presets_round_trip_and_differ_as_the_paper_says():
+  names = ["readtwice_cls", "readtwice_sts", "readtwice_e", "readtwice_e_ss",
+           "readtwice_e_ss_10l", "roberta_base"]
+  cs = {n: configs.preset(n) for n in names}
+  for n, c in cs.items():
+    assert configs.ModelConfig.from_json(c.to_json()) == c, n
+    assert (c.hidden_size, c.num_heads, c.max_segment_distance) == (768, 12, 10)
+  assert [cs[n].memory_source for n in names[:5]] == ["cls", "sts", "entity", "entity",
+                                                      "entity"]
+  assert cs["readtwice_sts"].sts_length == 32
+  assert not cs["readtwice_e"].same_segment_only and cs["readtwice_e_ss"].same_segment_only
+  assert cs["readtwice_e_ss_10l"].num_layers_first + cs["readtwice_e_ss_10l"].num_layers_second \
+      == cs["roberta_base"].num_layers_first == 12
+  assert not cs["roberta_base"].use_memory and all(cs[n].use_memory for n in names[:5])
+  assert configs.preset("tiny_e").max_memories == 64 and configs.preset("tiny_e").hidden_size == 64
+
+
+def test_entity_memories_need_a_static_cap():
+  with pytest.raises(ValueError, match="max_memories"):
+    configs.tiny(memory_source="entity")
+  with pytest.raises(ValueError, match="memory_application"):
+    configs.tiny(memory_application="some")
 
 
 def test_relative_distance_clip_is_the_papers_b():
