@@ -10,7 +10,16 @@ batch: every dataset element is the feature dict of one pack:
 * ragged span lists -> int32 ``[S]`` (S varies per pack; ``mention_entity_id`` stays int64);
 * densified labels: ``answer_begin_labels``/``answer_end_labels`` and
   ``mention_begin_labels``/``mention_end_labels`` int32 ``[N, L]`` multi-hot maps, and
-  ``mention_entity_begin`` int64 ``[N, L]`` (entity id at the mention's first token, 0 elsewhere).
+  ``mention_entity_begin`` int64 ``[N, L]`` (entity id at the mention's first token, 0 elsewhere);
+* with ``max_mentions=K`` (static-shape entity mentions, e.g. for the ``"entity"`` memory source
+  under XLA): ``mentions_segment``, ``mentions_begin``, ``mentions_end`` (inclusive token
+  indices, as in the records), ``mentions_entity_id`` and ``mentions_mask`` (1 real, 0 padding),
+  each int32 ``[K]``: the pack's first K mentions in record order, zero-padded; and the int32
+  scalar ``mentions_dropped``, how many mentions did not fit (0 when all did).
+  ``mentions_entity_id`` is ``tf.cast(int64 id, int32)``: ids in the int32 range are unchanged,
+  larger ones (e.g. hashed ids) keep their low 32 bits as a two's-complement int32, so they may
+  collide with each other or turn into 0 (= unknown); use the int64 ``mention_entity_id`` when
+  exact large ids matter.
 
 Record files may be gzip-compressed (``--compression gzip``: ``*.tfrecord.gz``, read with
 ``compression_type="GZIP"``).  ``dataset_from_output_dir`` follows the manifest's
@@ -24,6 +33,7 @@ Schema versions are checked twice: eagerly on the first record of every file (cl
 from __future__ import annotations
 
 import glob
+import numbers
 import os
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -66,12 +76,44 @@ def _densify(segment: tf.Tensor, position: tf.Tensor, values: tf.Tensor,
   return tf.tensor_scatter_nd_max(tf.zeros(shape, values.dtype), indices, values)
 
 
-def parse_pack(serialized: tf.Tensor, seq_length: int,
-               segments_per_pack: int) -> Dict[str, tf.Tensor]:
+def _check_max_mentions(max_mentions: Optional[int]) -> Optional[int]:
+  """``max_mentions`` as a Python int (None stays None); ValueError unless an integer >= 1."""
+  if max_mentions is None:
+    return None
+  if (isinstance(max_mentions, bool) or not isinstance(max_mentions, numbers.Integral) or
+      max_mentions < 1):
+    raise ValueError(f"max_mentions must be None or an int >= 1, got {max_mentions!r}.")
+  return int(max_mentions)
+
+
+def _static_mentions(out: Dict[str, tf.Tensor], k: int) -> Dict[str, tf.Tensor]:
+  """The first ``k`` ragged mentions as int32 ``[k]`` features + mask + dropped count."""
+  s = tf.shape(out["mention_segment"])[0]
+  kept = tf.minimum(s, k)
+
+  def fixed(values: tf.Tensor) -> tf.Tensor:
+    values = tf.cast(values[:k], tf.int32)
+    return tf.reshape(tf.pad(values, [[0, k - kept]]), [k])
+
+  return {
+      "mentions_segment": fixed(out["mention_segment"]),
+      "mentions_begin": fixed(out["mention_begin"]),
+      "mentions_end": fixed(out["mention_end"]),
+      "mentions_entity_id": fixed(out["mention_entity_id"]),
+      "mentions_mask": tf.reshape(tf.cast(tf.range(k) < kept, tf.int32), [k]),
+      "mentions_dropped": tf.cast(s - kept, tf.int32),
+  }
+
+
+def parse_pack(serialized: tf.Tensor, seq_length: int, segments_per_pack: int,
+               max_mentions: Optional[int] = None) -> Dict[str, tf.Tensor]:
   """Parses one serialized pack into the feature dict described in the module docstring.
 
   Adds an in-graph assertion that the record's schema major version is this reader's.
+  ``max_mentions`` (None: not added) adds the static-shape ``mentions_*`` features and
+  ``mentions_dropped``.
   """
+  max_mentions = _check_max_mentions(max_mentions)
   n, l = segments_per_pack, seq_length
   parsed = tf.io.parse_single_example(serialized, feature_spec(l, n))
   version = parsed["schema_version"][0]
@@ -103,6 +145,8 @@ def parse_pack(serialized: tf.Tensor, seq_length: int,
   out["mention_end_labels"] = _densify(out["mention_segment"], out["mention_end"], mones, (n, l))
   out["mention_entity_begin"] = _densify(out["mention_segment"], out["mention_begin"],
                                          out["mention_entity_id"], (n, l))
+  if max_mentions is not None:
+    out.update(_static_mentions(out, max_mentions))
   return out
 
 
@@ -151,7 +195,8 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
                  segments_per_pack: int, shuffle: bool = False, repeat: bool = False,
                  seed: Optional[int] = 0, shuffle_buffer: int = 64,
                  check_versions: bool = True,
-                 compression: Optional[str] = None) -> tf.data.Dataset:
+                 compression: Optional[str] = None,
+                 max_mentions: Optional[int] = None) -> tf.data.Dataset:
   """Dataset of parsed packs (one element = one pack = one global batch).
 
   Args:
@@ -165,10 +210,14 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
     check_versions: Eagerly check the first record of every file.
     compression: "gzip" or "none" for every file (e.g. the manifest's ``config.compression``);
       None (default): per file, gzip when the name ends in ``.gz``.
+    max_mentions: If set (>= 1), every pack also gets the static-shape ``mentions_*`` features
+      of its first ``max_mentions`` entity mentions and ``mentions_dropped`` (see the module
+      docstring); None (default) adds nothing.
 
   Raises:
     SchemaVersionError: A file's first record has another major schema version.
   """
+  max_mentions = _check_max_mentions(max_mentions)
   files = _expand(file_pattern_or_list)
   types = [compression_type(path, compression) for path in files]
   if check_versions:
@@ -186,7 +235,7 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
     ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
   if repeat:
     ds = ds.repeat()
-  ds = ds.map(lambda x: parse_pack(x, seq_length, segments_per_pack),
+  ds = ds.map(lambda x: parse_pack(x, seq_length, segments_per_pack, max_mentions=max_mentions),
               num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
   return ds.prefetch(2)
 
@@ -212,12 +261,14 @@ def record_files(output_dir: str, manifest: Optional[Dict] = None) -> List[str]:
 
 
 def dataset_from_output_dir(output_dir: str, shuffle: bool = False, repeat: bool = False,
-                            seed: Optional[int] = 0, **kwargs) -> tf.data.Dataset:
+                            seed: Optional[int] = 0, max_mentions: Optional[int] = None,
+                            **kwargs) -> tf.data.Dataset:
   """``make_dataset`` over a pipeline output dir; N, L and the compression of the shards come
-  from ``manifest.json`` (no ``config.compression``: by file name)."""
+  from ``manifest.json`` (no ``config.compression``: by file name).  ``max_mentions`` as in
+  :func:`make_dataset`."""
   manifest = read_manifest(output_dir)
   cfg = manifest["config"]
   kwargs.setdefault("compression", tfrecord_io.manifest_compression(manifest))
   return make_dataset(record_files(output_dir, manifest), int(cfg["seq_length"]),
                       int(cfg["segments_per_pack"]), shuffle=shuffle, repeat=repeat, seed=seed,
-                      **kwargs)
+                      max_mentions=max_mentions, **kwargs)

@@ -1,15 +1,22 @@
 """The ReadTwice model: read every segment, share memories within documents, read again.
 
-``embeddings -> BERT_1 (per segment) -> ExtractMemories -> gather_memories -> MemoryAttention
--> BERT_2 (per segment) -> heads``.
+``embeddings -> BERT_1 (per segment) -> ExtractMemories (cls | sts | entity) ->
+gather_memories (all replicas) -> MemoryAttention -> BERT_2 (per segment) -> heads``; with
+``use_memory=False`` (the plain-encoder baseline) ``embeddings -> BERT_1 -> heads``.
 
 Inputs are the pack feature dict of :mod:`model.input` (one pack = one global batch of N
-segments x L tokens).  Outputs (dict):
+segments x L tokens; under a strategy, each replica's share of it: :mod:`model.replicas`).
+Entity memories read the static ``mentions_*`` features (``parse_pack(max_mentions=...)``).
+Outputs (dict):
 
 * ``begin_logits``/``end_logits``: float ``[N, L]`` span logits; non-context tokens are set to
   ``NEG_LOGIT``.
 * ``answer_type_logits``: float ``[N, 3]`` (span / yes / no) from each segment's CLS.
 * ``supporting_logits``: float ``[N]``.
+* ``mlm_logits``: float ``[N, P, V]`` when the inputs hold ``masked_positions`` ``[N, P]``
+  (the MLM head, tied to the token embeddings, on the second read's output).
+* with memory: ``memories`` (this replica's ``[M, H]``), ``memory_table`` / ``memory_entity_id``
+  / ``memory_mask`` (all replicas' memories, for the coreference loss) and ``coref_bias``.
 """
 
 from __future__ import annotations
@@ -21,17 +28,23 @@ import tensorflow as tf
 
 from model.configs import ModelConfig
 from model.layers import ExtractMemories, MemoryAttention, TransformerStack, gather_memories
+from model.layers.heads import AnswerTypeHead, CorefBias, MLMHead, SpanHead
 from model.layers.initializers import truncated_normal
+from model.layers.memory import mention_token_mask
 from schemas import records
 
 NEG_LOGIT = -10000.0
 MODEL_INPUT_KEYS = ("token_ids", "input_mask", "token_kind", "segment_mask", "document_index",
                     "segment_index")
+OPTIONAL_INPUT_KEYS = ("mentions_segment", "mentions_begin", "mentions_end",
+                       "mentions_entity_id", "mentions_mask", "masked_positions")
 
 
 def model_inputs(features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
   """The numeric subset of a pack feature dict that the model reads."""
-  return {k: features[k] for k in MODEL_INPUT_KEYS}
+  out = {k: features[k] for k in MODEL_INPUT_KEYS}
+  out.update({k: features[k] for k in OPTIONAL_INPUT_KEYS if k in features})
+  return out
 
 
 @keras.saving.register_keras_serializable(package="readtwice")
@@ -73,19 +86,28 @@ class ReadTwiceModel(keras.Model):
                  pre_layer_norm=c.pre_layer_norm, layer_norm_epsilon=c.layer_norm_epsilon,
                  initializer_range=c.initializer_range)
     self.first_read = TransformerStack(c.num_layers_first, name="bert_1", **stack)
-    self.extract_memories = ExtractMemories(c.hidden_size, source=c.memory_source,
-                                            initializer_range=c.initializer_range,
-                                            name="extract_memories")
-    self.memory_attention = MemoryAttention(
-        c.hidden_size, c.num_heads, c.max_segment_distance, top_k=c.memory_top_k,
-        dropout=c.dropout, layer_norm_epsilon=c.layer_norm_epsilon,
-        initializer_range=c.initializer_range, name="memory_attention")
-    self.second_read = TransformerStack(c.num_layers_second, name="bert_2", **stack)
-    self.span_head = keras.layers.Dense(2, kernel_initializer=init(), name="span_head")
-    self.answer_type_head = keras.layers.Dense(3, kernel_initializer=init(),
-                                               name="answer_type_head")
+    if c.use_memory:
+      self.extract_memories = ExtractMemories(
+          c.hidden_size, source=c.memory_source, sts_length=c.sts_length,
+          max_memories=c.max_memories, initializer_range=c.initializer_range,
+          name="extract_memories")
+      self.memory_attention = MemoryAttention(
+          c.hidden_size, c.num_heads, c.max_segment_distance, top_k=c.memory_top_k,
+          dropout=c.dropout, layer_norm_epsilon=c.layer_norm_epsilon,
+          initializer_range=c.initializer_range, same_segment_only=c.same_segment_only,
+          name="memory_attention")
+      self.second_read = TransformerStack(c.num_layers_second, name="bert_2", **stack)
+      self.coref_bias = CorefBias(name="coref_bias")
+    self.span_head = SpanHead(c.hidden_size, c.span_head_intermediate_size,
+                              initializer_range=c.initializer_range, name="span_head")
+    self.answer_type_head = AnswerTypeHead(c.hidden_size, mode=c.answer_type_mode,
+                                           initializer_range=c.initializer_range,
+                                           name="answer_type_head")
     self.supporting_head = keras.layers.Dense(1, kernel_initializer=init(),
                                               name="supporting_head")
+    self.mlm_head = MLMHead(self.token_embedding, c.hidden_size,
+                            layer_norm_epsilon=c.layer_norm_epsilon,
+                            initializer_range=c.initializer_range, name="mlm_head")
 
   def call(self, inputs, training=False):
     token_ids = tf.cast(inputs["token_ids"], tf.int32)
@@ -100,32 +122,48 @@ class ReadTwiceModel(keras.Model):
     x = self.embedding_dropout(self.embedding_norm(x), training=training)
     x = self.first_read(x, attention_mask=input_mask, training=training)
 
-    memories, owner = self.extract_memories(x, inputs)
-    mem = gather_memories({
-        "memories": memories,
-        "document": tf.gather(document_index, owner),
-        "position": tf.gather(segment_index, owner),
-        "mask": tf.gather(segment_mask, owner) * tf.cast(tf.gather(document_index, owner) >= 0,
-                                                          tf.int32),
-    })
-    x = self.memory_attention(x, mem["memories"], query_document=document_index,
-                              memory_document=mem["document"], query_position=segment_index,
-                              memory_position=mem["position"], memory_mask=mem["mask"],
-                              training=training)
-    x = self.second_read(x, attention_mask=input_mask, training=training)
+    extra = {}
+    if self.config.use_memory:
+      x, extra = self._read_memories(x, inputs, document_index, segment_index, segment_mask,
+                                     training)
+      x = self.second_read(x, attention_mask=input_mask, training=training)
 
     span = self.span_head(x)  # [N, L, 2]
     is_context = tf.equal(token_kind, records.TOKEN_KIND_CONTEXT)
     begin = tf.where(is_context, span[..., 0], NEG_LOGIT)
     end = tf.where(is_context, span[..., 1], NEG_LOGIT)
     cls = x[:, 0, :]
-    return {
+    out = {
         "begin_logits": begin,
         "end_logits": end,
         "answer_type_logits": self.answer_type_head(cls),
         "supporting_logits": tf.squeeze(self.supporting_head(cls), -1),
-        "memories": memories,
+        **extra,
     }
+    if "masked_positions" in inputs:
+      out["mlm_logits"] = self.mlm_head(x, tf.cast(inputs["masked_positions"], tf.int32))
+    return out
+
+  def _read_memories(self, x, inputs, document_index, segment_index, segment_mask, training):
+    """Memories of this replica's segments, gathered over all replicas, read by the tokens."""
+    ex = self.extract_memories(x, inputs)
+    owner = ex["segment"]
+    document = tf.gather(document_index, owner)
+    mask = (tf.cast(ex["mask"], tf.int32) * tf.gather(segment_mask, owner)
+            * tf.cast(document >= 0, tf.int32))
+    mem = gather_memories({"memories": ex["memories"], "document": document,
+                           "position": tf.gather(segment_index, owner), "mask": mask,
+                           "entity_id": tf.cast(ex["entity_id"], tf.int32)})
+    token_mask = None
+    if self.config.memory_application == "entity":
+      token_mask = mention_token_mask(inputs, tf.shape(x)[0], tf.shape(x)[1])
+    x = self.memory_attention(x, mem["memories"], query_document=document_index,
+                              memory_document=mem["document"], query_position=segment_index,
+                              memory_position=mem["position"], memory_mask=mem["mask"],
+                              training=training, query_token_mask=token_mask)
+    return x, {"memories": ex["memories"], "memory_table": mem["memories"],
+               "memory_entity_id": mem["entity_id"], "memory_mask": mem["mask"],
+               "coref_bias": self.coref_bias(ex["memories"])}
 
   def get_config(self):
     return {"config": self.config.to_dict(), "name": self.name}
@@ -145,6 +183,12 @@ def build_model(config: ModelConfig, seq_length: int = 8, segments_per_pack: int
       "token_kind": tf.fill([n, l], records.TOKEN_KIND_CONTEXT),
       "segment_mask": tf.ones([n], tf.int32), "document_index": tf.zeros([n], tf.int32),
       "segment_index": tf.range(n, dtype=tf.int32),
+      "masked_positions": tf.zeros([n, 1], tf.int32),  # builds the MLM head too
   }
+  if config.memory_source == "entity" and config.use_memory:
+    k = config.max_memories
+    dummy.update({key: tf.zeros([k], tf.int32) for key in (
+        "mentions_segment", "mentions_begin", "mentions_end", "mentions_entity_id",
+        "mentions_mask")})
   model(dummy, training=False)
   return model

@@ -87,7 +87,7 @@ def decays_weight(variable) -> bool:
   """Whether weight decay applies to ``variable`` (the BERT/RoBERTa rule).
 
   Decayed: every matrix a layer multiplies by, i.e. Dense / attention ``kernel``s, the token and
-  position ``embeddings`` tables, and MemoryAttention's ``noop_key`` / ``noop_value``.
+  position ``embeddings`` tables, and MemoryAttention's ``noop_key``.
   Not decayed: LayerNorm ``gamma`` / ``beta`` and every bias: Dense / attention ``bias``,
   MemoryAttention's ``relative_bias`` table (per-head bias per relative segment distance) and
   ``noop_bias``.

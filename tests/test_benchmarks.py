@@ -21,6 +21,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ("linker_quality.py", []),
     ("oracle.py", ["--words", "3000", "--questions", "6", "--repeats", "1"]),
     ("narrativeqa_memory.py", ["--words", "5000", "--questions", "3"]),
+    ("model_step.py", ["--small"]),
 ])
 def test_benchmark_prints_its_figure_last(script, args):
   proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script)] + args,

@@ -3,8 +3,10 @@
 Token ``t`` of segment ``i`` attends over the memories ``j`` with
 ``document[j] == document[i]`` (padding segments, ``document == -1`` or ``memory_mask == 0``,
 excluded) plus one learned *no-op* memory, with a learned per-head bias indexed by the clipped
-relative segment distance ``clip(pos[j] - pos[i], -B, B)``.  Optionally only the top-k memory
-scores per token are kept.  The result is added residually and LayerNorm-ed.
+relative segment distance ``clip(pos[j] - pos[i], -B, B)``.  Optionally only the top-k scores
+per token are kept, only the memories of the token's own segment are read (the SS ablation),
+and only some tokens (entity mentions) are updated.  The result is added residually and
+LayerNorm-ed.  The exact formulas are in :class:`MemoryAttention`'s docstring.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import tensorflow as tf
 
 from model.layers.initializers import truncated_normal
 
+# Score of a memory a token may not read, in the softmax (finite, so no inf arithmetic; its
+# exp underflows to exactly 0 and it is also multiplied by a 0/1 mask).
 _NEG = -1e9
 
 
@@ -37,9 +41,77 @@ def gather_memories(tensors: Any, replica_context: Optional[Any] = None) -> Any:
   return tf.nest.map_structure(lambda t: ctx.all_gather(t, axis=0), tensors)
 
 
+def _dim(x: tf.Tensor, axis: int):
+  """Static size of ``x``'s ``axis`` when known, else the dynamic one."""
+  static = x.shape[axis]
+  return static if static is not None else tf.shape(x)[axis]
+
+
+def keep_top_k(scores: tf.Tensor, allowed: tf.Tensor, k: int) -> tf.Tensor:
+  """bool mask of exactly ``min(k, C)`` candidates per row: the best allowed scores.
+
+  Args:
+    scores: float ``[..., C]`` candidate scores.
+    allowed: bool, broadcastable to ``scores``: candidates that may be chosen at all.
+    k: how many to keep (>= 1).
+
+  Returns:
+    bool ``[..., C]``, True for kept candidates, always a subset of ``allowed``.  Disallowed
+    candidates rank below every allowed one (they are scored -inf for the selection), so with
+    fewer than ``k`` allowed candidates all allowed ones are kept.  Ties at the k-th best score
+    are broken towards the LOWER candidate index (``tf.math.top_k``'s order), so exactly
+    ``min(k, C)`` candidates are selected before ``allowed`` is applied.
+  """
+  c = _dim(scores, -1)
+  kk = min(k, c) if isinstance(c, int) else tf.minimum(k, c)
+  ranked = tf.where(allowed, scores, tf.constant(float("-inf"), scores.dtype))
+  kth = tf.math.top_k(ranked, k=kk, sorted=True).values[..., -1:]  # [..., 1]
+  above = ranked > kth
+  quota = kk - tf.reduce_sum(tf.cast(above, tf.int32), axis=-1, keepdims=True)
+  tie = tf.equal(ranked, kth)
+  tie_rank = tf.cumsum(tf.cast(tie, tf.int32), axis=-1)  # 1-based rank among the ties
+  keep = tf.logical_or(above, tf.logical_and(tie, tie_rank <= quota))
+  return tf.logical_and(keep, tf.broadcast_to(allowed, tf.shape(keep)))
+
+
 @keras.saving.register_keras_serializable(package="readtwice")
 class MemoryAttention(keras.layers.Layer):
-  """Cross-attention from tokens to same-document memories (+ no-op memory).
+  """Cross-attention from tokens to same-document memories (+ a no-op memory).
+
+  For head ``h`` (size ``d``), token ``t`` of segment ``i`` with query ``q = W_q x_t`` and
+  memories ``m_j`` with keys ``k_j = W_k m_j`` and values ``v_j = W_v m_j`` (``W_*``: Dense
+  layers ``query``/``key``/``value``/``output``, with biases):
+
+  * memory score ``s_j = q . k_j / sqrt(d) + R[clip(pos_j - pos_i, -B, B) + B, h]`` for the
+    allowed memories ``j`` (same document as segment i, ``memory_mask`` 1, segment i not
+    padding; with ``same_segment_only`` additionally ``pos_j == pos_i``);
+  * no-op score ``s_0 = q . k_0 / sqrt(d) + b_0`` with a learned key ``k_0`` (``noop_key``,
+    ``[heads, d]``) and bias ``b_0`` (``noop_bias``, ``[heads]``); the no-op is always allowed
+    and gets no relative-distance bias;
+  * ``alpha_j = exp(s_j) / (exp(s_0) + sum_{j' allowed} exp(s_j'))`` (the paper's eq. with the
+    no-op term in the softmax denominator);
+  * read ``o = sum_{j allowed} alpha_j v_j``: the no-op's VALUE IS ZERO by default, so
+    ``alpha_0`` is attention paid to "nothing" and simply scales the memory read down.  With
+    ``learned_noop_value=True`` (the behaviour before this option existed, kept for old
+    checkpoints) ``o += alpha_0 v_0`` with a learned ``noop_value`` ``[heads, d]``;
+  * output ``LayerNorm(x_t + W_o concat_h(o))`` (dropout on the probabilities and on
+    ``W_o(...)`` when training).
+
+  Why a zero value: the no-op exists so that a token can read nothing when no memory is
+  relevant (or its document has no other memory).  Putting ``exp(s_0)`` only into the
+  denominator does exactly that: with all attention on the no-op the memory read is 0 and the
+  token leaves the layer as ``LayerNorm(x_t + bias of W_o)``.  A learned value would instead
+  make it a learned default memory that is always available.
+
+  ``top_k``: per token and head, exactly the ``min(top_k, A + 1)`` best of the token's A
+  allowed memories and the no-op are kept (the softmax above then runs over the kept ones only;
+  if the no-op is not among them it is not in the denominator).  Disallowed memories never
+  displace allowed ones, so fewer allowed memories than ``top_k`` is fine.  Ties at the k-th
+  score go to the lower index, memories in their order before the no-op (see
+  :func:`keep_top_k`).
+
+  ``query_token_mask`` (entity-only / sparse application): tokens with 0 are returned bit-
+  identical (no residual, no LayerNorm); tokens with 1 get the output above.
 
   Call args:
     hidden: float ``[N, L, H]`` token states.
@@ -50,17 +122,26 @@ class MemoryAttention(keras.layers.Layer):
     memory_position: int ``[M]`` position of each memory's segment.
     memory_mask: int ``[M]``, 1 for real memories.
     training: dropout switch.
+    query_token_mask: optional int/bool ``[N, L]``; 1 = token reads memories, 0 = unchanged.
 
   Returns:
-    float ``[N, L, H]``: ``LayerNorm(hidden + Dense(attention output))``.
+    float ``[N, L, H]``.
+
+  Shapes may be static (XLA) or dynamic; nothing branches on tensor values, so memories all-
+  gathered across replicas by :func:`gather_memories` work as they are.
   """
 
   def __init__(self, hidden_size: int, num_heads: int, max_segment_distance: int,
                top_k: Optional[int] = None, dropout: float = 0.1,
-               layer_norm_epsilon: float = 1e-12, initializer_range: float = 0.02, **kwargs):
+               layer_norm_epsilon: float = 1e-12, initializer_range: float = 0.02,
+               same_segment_only: bool = False, learned_noop_value: bool = False, **kwargs):
     super().__init__(**kwargs)
     if hidden_size % num_heads:
       raise ValueError("hidden_size must be divisible by num_heads.")
+    if top_k is not None and top_k < 1:
+      raise ValueError(f"top_k must be None or >= 1, got {top_k}.")
+    if max_segment_distance < 0:
+      raise ValueError("max_segment_distance must be >= 0.")
     self.hidden_size = hidden_size
     self.num_heads = num_heads
     self.head_size = hidden_size // num_heads
@@ -69,6 +150,8 @@ class MemoryAttention(keras.layers.Layer):
     self.dropout_rate = dropout
     self.layer_norm_epsilon = layer_norm_epsilon
     self.initializer_range = initializer_range
+    self.same_segment_only = bool(same_segment_only)
+    self.learned_noop_value = bool(learned_noop_value)
     # One initializer instance per weight (a shared one would make them identical; see
     # model.layers.initializers).
     def dense(name):
@@ -92,9 +175,12 @@ class MemoryAttention(keras.layers.Layer):
         initializer="zeros")
     self.noop_key = self.add_weight(name="noop_key", shape=(self.num_heads, self.head_size),
                                     initializer=truncated_normal(self.initializer_range))
-    self.noop_value = self.add_weight(name="noop_value",
-                                      shape=(self.num_heads, self.head_size),
-                                      initializer=truncated_normal(self.initializer_range))
+    if self.learned_noop_value:
+      self.noop_value = self.add_weight(name="noop_value",
+                                        shape=(self.num_heads, self.head_size),
+                                        initializer=truncated_normal(self.initializer_range))
+    else:
+      self.noop_value = None
     self.noop_bias = self.add_weight(name="noop_bias", shape=(self.num_heads,),
                                      initializer="zeros")
     super().build(input_shape)
@@ -108,11 +194,24 @@ class MemoryAttention(keras.layers.Layer):
     bias = tf.gather(self.relative_bias_table, index)  # [N, M, heads]
     return tf.transpose(bias, [0, 2, 1])
 
+  def allowed_memories(self, query_document, memory_document, query_position, memory_position,
+                       memory_mask) -> tf.Tensor:
+    """bool ``[N, M]``: which memories each segment may read (the no-op is not included)."""
+    qd = tf.cast(query_document, tf.int32)
+    md = tf.cast(memory_document, tf.int32)
+    allowed = tf.logical_and(tf.equal(qd[:, None], md[None, :]),
+                             tf.cast(memory_mask, tf.bool)[None, :])
+    allowed = tf.logical_and(allowed, (qd >= 0)[:, None])
+    if self.same_segment_only:
+      same = tf.equal(tf.cast(query_position, tf.int32)[:, None],
+                      tf.cast(memory_position, tf.int32)[None, :])
+      allowed = tf.logical_and(allowed, same)
+    return allowed
+
   def call(self, hidden, memories, query_document, memory_document, query_position,
-           memory_position, memory_mask, training=False):
-    n = tf.shape(hidden)[0]
-    l = tf.shape(hidden)[1]
-    m = tf.shape(memories)[0]
+           memory_position, memory_mask, training=False, query_token_mask=None):
+    n, l = _dim(hidden, 0), _dim(hidden, 1)
+    m = _dim(memories, 0)
     nh, hs = self.num_heads, self.head_size
     q = tf.reshape(self.query(hidden), [n, l, nh, hs])
     k = tf.reshape(self.key(memories), [m, nh, hs])
@@ -120,29 +219,40 @@ class MemoryAttention(keras.layers.Layer):
     scale = 1.0 / float(hs) ** 0.5
     scores = tf.einsum("nlhd,mhd->nhlm", q, k) * scale
     scores += self.relative_bias(query_position, memory_position)[:, :, None, :]
-    qd = tf.cast(query_document, tf.int32)
-    md = tf.cast(memory_document, tf.int32)
-    allowed = tf.logical_and(tf.equal(qd[:, None], md[None, :]),
-                             tf.cast(memory_mask, tf.bool)[None, :])
-    allowed = tf.logical_and(allowed, (qd >= 0)[:, None])  # [N, M]
-    scores = tf.where(allowed[:, None, None, :], scores, _NEG)
     noop = tf.einsum("nlhd,hd->nhl", q, self.noop_key) * scale
     noop += self.noop_bias[None, :, None]
     scores = tf.concat([scores, noop[..., None]], axis=-1)  # [N, h, L, M + 1]
+
+    allowed = self.allowed_memories(query_document, memory_document, query_position,
+                                    memory_position, memory_mask)  # [N, M]
+    allowed = tf.concat([allowed, tf.ones_like(allowed[:, :1])], axis=1)  # + no-op
+    keep = tf.broadcast_to(allowed[:, None, None, :], tf.shape(scores))
     if self.top_k is not None:
-      kk = tf.minimum(self.top_k, m + 1)
-      kth = tf.math.top_k(scores, k=kk).values[..., -1:]
-      scores = tf.where(scores >= kth, scores, _NEG)
-    probs = self.dropout(tf.nn.softmax(scores, axis=-1), training=training)
-    values = tf.concat([v, self.noop_value[None]], axis=0)  # [M + 1, h, d]
-    out = tf.einsum("nhlm,mhd->nlhd", probs, values)
+      keep = keep_top_k(scores, keep, self.top_k)
+    # Masked softmax: the kept no-op (or the best kept score) is finite, so the denominator is
+    # >= 1 after subtracting the max, and excluded candidates get exactly 0.
+    scores = tf.where(keep, scores, _NEG)
+    scores -= tf.stop_gradient(tf.reduce_max(scores, axis=-1, keepdims=True))
+    weights = tf.exp(scores) * tf.cast(keep, scores.dtype)
+    probs = weights / tf.reduce_sum(weights, axis=-1, keepdims=True)
+    probs = self.dropout(probs, training=training)
+
+    out = tf.einsum("nhlm,mhd->nlhd", probs[..., :-1], v)
+    if self.noop_value is not None:
+      out += tf.einsum("nhl,hd->nlhd", probs[..., -1], self.noop_value)
     out = self.output_dense(tf.reshape(out, [n, l, self.hidden_size]))
-    return self.norm(hidden + self.dropout(out, training=training))
+    result = self.norm(hidden + self.dropout(out, training=training))
+    if query_token_mask is not None:
+      update = tf.cast(query_token_mask, tf.bool)[..., None]
+      result = tf.where(update, result, hidden)
+    return result
 
   def get_config(self):
     config = super().get_config()
     config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
                   max_segment_distance=self.max_segment_distance, top_k=self.top_k,
                   dropout=self.dropout_rate, layer_norm_epsilon=self.layer_norm_epsilon,
-                  initializer_range=self.initializer_range)
+                  initializer_range=self.initializer_range,
+                  same_segment_only=self.same_segment_only,
+                  learned_noop_value=self.learned_noop_value)
     return config

@@ -19,7 +19,7 @@ from model import configs, readtwice
 CONSTANT_INITIALIZERS = (keras.initializers.Zeros, keras.initializers.Ones,
                          keras.initializers.Constant)
 # The variable names (last path component) whose initializer is expected to be constant.
-CONSTANT_NAMES = {"bias", "gamma", "beta", "relative_bias", "noop_bias"}
+CONSTANT_NAMES = {"bias", "gamma", "beta", "relative_bias", "noop_bias", "output_bias"}
 
 CONFIGS = {
     "tiny": configs.tiny(),

@@ -76,24 +76,30 @@ def test_padding_segments_are_ignored():
   assert np.all(np.isfinite(out))
 
 
-def test_noop_only_equals_single_value():
-  # A segment alone in its document with its own memory masked attends only to the no-op memory.
+def test_noop_only_reads_nothing():
+  # A segment alone in its document with its own memory masked attends only to the no-op memory,
+  # whose value is zero: out = LayerNorm(hidden + W_o 0 + b_o).
   layer = _layer()
   hidden, memories = _inputs(n=1)
   out = _call(layer, hidden, memories, [0], [0])
-  value = layer.noop_value.numpy().reshape(1, 1, H)
-  expected = layer.norm(hidden + layer.output_dense(tf.constant(
-      np.broadcast_to(value, hidden.shape)))).numpy()
+  expected = layer.norm(hidden + layer.output_dense(tf.zeros_like(hidden))).numpy()
   np.testing.assert_allclose(out, expected, atol=1e-5)
 
 
-def test_top_k_one_picks_max():
+def test_top_k_one_differs_from_full_on_the_same_weights():
+  # (Exact top-k numbers: tests/model/test_memory_attention_numeric.py.)
   layer = _layer(top_k=1)
   hidden, memories = _inputs()
   out = _call(layer, hidden, memories, [0, 0, 0, 0], [1, 1, 1, 1])
   assert out.shape == (4, 3, H) and np.all(np.isfinite(out))
-  full = _call(_layer(top_k=None), hidden, memories, [0, 0, 0, 0], [1, 1, 1, 1])
-  assert np.abs(out - full).max() > 1e-4  # different weights, different layer -> just sanity
+  full_layer = _layer(top_k=None)
+  full_layer.set_weights(layer.get_weights())
+  all_candidates = _layer(top_k=5)  # 4 memories + the no-op: keeps everything
+  all_candidates.set_weights(layer.get_weights())
+  full = _call(full_layer, hidden, memories, [0, 0, 0, 0], [1, 1, 1, 1])
+  np.testing.assert_allclose(
+      _call(all_candidates, hidden, memories, [0, 0, 0, 0], [1, 1, 1, 1]), full, atol=1e-6)
+  assert np.abs(out - full).max() > 1e-4
 
 
 def test_gather_memories_single_replica_is_identity():

@@ -25,8 +25,9 @@ DECAYED = {
       for d in ("intermediate", "output")),
     "extract_memories/projection/kernel",
     *(f"memory_attention/{d}/kernel" for d in ("query", "key", "value", "output")),
-    "memory_attention/noop_key", "memory_attention/noop_value",
-    "span_head/kernel", "answer_type_head/kernel", "supporting_head/kernel",
+    "memory_attention/noop_key",
+    "span_head/output/kernel", "answer_type_head/dense/kernel", "supporting_head/kernel",
+    "mlm_head/transform/kernel",
 }
 
 
@@ -67,4 +68,4 @@ def test_decay_only_kernels_and_embeddings(optimizer):
   assert kept == _layer_norm_and_bias_paths(model)
   assert all(train.decays_weight(v) == (v.path in decayed) for v in variables)
   kept_names = {p.rsplit("/", 1)[-1] for p in kept}
-  assert kept_names == {"gamma", "beta", "bias", "relative_bias", "noop_bias"}
+  assert kept_names == {"gamma", "beta", "bias", "relative_bias", "noop_bias", "output_bias"}
