@@ -211,13 +211,17 @@ class _Question:
   aggregate: _Aggregate
   per_document: Dict[str, _Aggregate] = dataclasses.field(default_factory=dict)
   answer_type_sum: Optional[np.ndarray] = None
+  answer_type_max: Optional[np.ndarray] = None
   segments: int = 0
   supporting: List[Tuple[str, int, int]] = dataclasses.field(default_factory=list)
 
-  def answer_type(self) -> int:
-    """Argmax of the answer-type logits averaged over the question's segments."""
+  def answer_type(self, mode: str = "mean") -> int:
+    """``"mean"``: argmax of the answer-type logits averaged over the question's segments;
+    ``"paper"``: the type of the best (segment, type) pair (the model's ``answer_type_mode``)."""
     if self.answer_type_sum is None:
       return records.ANSWER_TYPE_SPAN
+    if mode == "paper":
+      return int(np.argmax(self.answer_type_max))
     return int(np.argmax(self.answer_type_sum / max(self.segments, 1)))
 
 
@@ -228,7 +232,9 @@ class Decoder:
                max_answer_tokens: int = 30, sp_threshold: float = 0.5,
                reduction: str = "max",
                supporting_evidence_fn: SupportingEvidenceFn = segment_supporting_evidence,
-               sp_granularity: str = "paragraph"):
+               sp_granularity: str = "paragraph", answer_type_mode: str = "mean"):
+    if answer_type_mode not in ("mean", "paper"):
+      raise ValueError(f"answer_type_mode must be 'mean' or 'paper', got {answer_type_mode!r}")
     if reduction not in REDUCTIONS:
       raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if sp_granularity not in SP_GRANULARITIES:
@@ -241,6 +247,7 @@ class Decoder:
     self.reduction = reduction
     self.supporting_evidence_fn = supporting_evidence_fn
     self.sp_granularity = sp_granularity
+    self.answer_type_mode = answer_type_mode
     self.questions: Dict[str, _Question] = {}
     self.unmapped_candidates = 0  # candidates without a side-file text or valid offsets
 
@@ -276,6 +283,7 @@ class Decoder:
         per_doc = q.per_document[doc_id] = _Aggregate(self.reduction)
       at = np.asarray(outputs["answer_type_logits"][s], np.float64)
       q.answer_type_sum = at if q.answer_type_sum is None else q.answer_type_sum + at
+      q.answer_type_max = at if q.answer_type_max is None else np.maximum(q.answer_type_max, at)
       q.segments += 1
       for c in self.segment_candidates(features, outputs, s):
         q.aggregate.add(c)
@@ -297,7 +305,7 @@ class Decoder:
 
   def hotpotqa_answer(self, qid: str) -> str:
     """"yes" / "no" from the answer-type head, else the span answer."""
-    atype = self.questions[qid].answer_type()
+    atype = self.questions[qid].answer_type(self.answer_type_mode)
     return ANSWER_TYPE_TEXT.get(atype) or self.span_answer(qid)
 
   def supporting_facts(self, qid: str) -> List[List]:

@@ -43,10 +43,11 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
   Returns the prediction object of ``task`` (:func:`model.decoding.task_predictions`).
   """
   decoding.check_task(task, per_document)  # before the model is loaded
+  model, _ = load_model(model_dir, checkpoint)
   decoder = decoding.Decoder(decoding.load_documents(records_dir), top_k=top_k,
                              max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
-                             reduction=reduction)
-  model, _ = load_model(model_dir, checkpoint)
+                             reduction=reduction,
+                             answer_type_mode=model.config.answer_type_mode)
 
   @tf.function(reduce_retracing=True)
   def forward(inputs):

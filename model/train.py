@@ -187,7 +187,8 @@ def train(records_dir: str, model_dir: str,
   def train_step(features):
     with tf.GradientTape() as tape:
       outputs = model(features, training=True)
-      losses = losses_lib.readtwice_losses(outputs, features)
+      losses = losses_lib.readtwice_losses(outputs, features,
+                                           answer_type_mode=mc.answer_type_mode)
     grads = tape.gradient(losses["total"], model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return losses

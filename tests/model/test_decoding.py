@@ -189,6 +189,16 @@ def test_yes_no_from_answer_type_head():
   assert decoding.hotpotqa_predictions(dec)["answer"]["q4"] == "yes"
   # TriviaQA / NarrativeQA answers are always spans.
   assert decoding.triviaqa_predictions(dec)["q4"] in TEXT4
+  # The paper's mode: the type of the best (segment, type) pair, [2, 0, 0] vs [0, 4, 0]: yes
+  # too; and a case where the two modes differ: mean [1.5, 1, 1] -> span, best pair 3 -> no.
+  assert dec.questions["q4"].answer_type("paper") == records.ANSWER_TYPE_YES
+  q = dec.questions["q4"]
+  q.answer_type_sum, q.answer_type_max, q.segments = (np.array([3.0, 2.0, 2.0]),
+                                                       np.array([2.0, 0.0, 3.0]), 2)
+  assert q.answer_type() == records.ANSWER_TYPE_SPAN
+  assert q.answer_type("paper") == records.ANSWER_TYPE_NO
+  with pytest.raises(ValueError, match="answer_type_mode"):
+    decoding.Decoder({}, answer_type_mode="max")
 
 
 def test_supporting_facts_paragraph_level():
