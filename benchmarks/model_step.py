@@ -103,6 +103,8 @@ def main() -> None:
   ap.add_argument("--mentions_per_segment", type=int, default=16)
   ap.add_argument("--pairs", type=int, default=5)
   ap.add_argument("--steps", type=int, default=3)
+  ap.add_argument("--memory_top_k", type=int, default=None,
+                  help="top-k of the memory attention (default: the preset's 100; 0: none)")
   ap.add_argument("--jit_compile", action="store_true")
   ap.add_argument("--bf16", action="store_true")
   ap.add_argument("--small", action="store_true", help="a tiny shape, for tests")
@@ -114,8 +116,10 @@ def main() -> None:
   size = dict(hidden_size=args.hidden, num_heads=args.heads, intermediate_size=4 * args.hidden,
               max_seq_length=args.seq_length, vocab_size=50265, dropout=0.0)
   max_memories = args.segments * args.mentions_per_segment
+  top_k = {} if args.memory_top_k is None else {"memory_top_k": args.memory_top_k or None}
   rt = configs.preset("readtwice_e", num_layers_first=args.layers_first,
-                      num_layers_second=args.layers_second, max_memories=max_memories, **size)
+                      num_layers_second=args.layers_second, max_memories=max_memories,
+                      **top_k, **size)
   base = configs.preset("roberta_base", num_layers_first=args.baseline_layers or
                         args.layers_first, **size)
   features = synthetic_pack(args.segments, args.seq_length, args.mentions_per_segment,
@@ -154,7 +158,8 @@ def main() -> None:
                     "shape": [args.segments, args.seq_length], "hidden": args.hidden,
                     "layers": [args.layers_first, args.layers_second],
                     "baseline_layers": args.baseline_layers or args.layers_first,
-                    "jit_compile": args.jit_compile, "bf16": args.bf16}))
+                    "memory_top_k": rt.memory_top_k, "jit_compile": args.jit_compile,
+                    "bf16": args.bf16}))
 
 
 if __name__ == "__main__":
