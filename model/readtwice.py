@@ -110,24 +110,57 @@ class ReadTwiceModel(keras.Model):
                             initializer_range=c.initializer_range, name="mlm_head")
 
   def call(self, inputs, training=False):
+    x, local = self.first_pass(inputs, training=training)
+    table = gather_memories(local) if local else {}
+    return self.second_pass(inputs, x, local, table, training=training)
+
+  # The call in two halves around the one collective (the memory all-gather), so that a
+  # strategy whose collectives cannot sit inside XLA (MirroredStrategy: they go through
+  # merge_call) can still compile each half per replica (see ``compiled_halves``).
+
+  def first_pass(self, inputs, training=False):
+    """Embeddings, BERT_1 and this replica's memories: ``(x [N, L, H], local)`` where
+    ``local`` holds ``memories`` [M, H] and their ``document``, ``position``, ``mask``,
+    ``entity_id`` [M] ({} without memory)."""
     token_ids = tf.cast(inputs["token_ids"], tf.int32)
     input_mask = tf.cast(inputs["input_mask"], tf.int32)
-    token_kind = tf.cast(inputs["token_kind"], tf.int32)
-    segment_mask = tf.cast(inputs["segment_mask"], tf.int32)
-    document_index = tf.cast(inputs["document_index"], tf.int32)
-    segment_index = tf.cast(inputs["segment_index"], tf.int32)
     l = tf.shape(token_ids)[1]
-
     x = self.token_embedding(token_ids) + self.position_embedding(tf.range(l))[None]
     x = self.embedding_dropout(self.embedding_norm(x), training=training)
     x = self.first_read(x, attention_mask=input_mask, training=training)
+    if not self.config.use_memory:
+      return x, {}
+    document_index = tf.cast(inputs["document_index"], tf.int32)
+    ex = self.extract_memories(x, inputs)
+    owner = ex["segment"]
+    document = tf.gather(document_index, owner)
+    mask = (tf.cast(ex["mask"], tf.int32) * tf.gather(tf.cast(inputs["segment_mask"], tf.int32),
+                                                      owner)
+            * tf.cast(document >= 0, tf.int32))
+    return x, {"memories": ex["memories"], "document": document,
+               "position": tf.gather(tf.cast(inputs["segment_index"], tf.int32), owner),
+               "mask": mask, "entity_id": tf.cast(ex["entity_id"], tf.int32)}
 
+  def second_pass(self, inputs, x, local, table, training=False):
+    """Memory attention over ``table`` (:func:`gather_memories` of every replica's
+    ``local``), BERT_2 and the heads: the output dict (see the class docstring)."""
+    input_mask = tf.cast(inputs["input_mask"], tf.int32)
+    token_kind = tf.cast(inputs["token_kind"], tf.int32)
     extra = {}
     if self.config.use_memory:
-      x, extra = self._read_memories(x, inputs, document_index, segment_index, segment_mask,
-                                     training)
+      token_mask = None
+      if self.config.memory_application == "entity":
+        token_mask = mention_token_mask(inputs, tf.shape(x)[0], tf.shape(x)[1])
+      x = self.memory_attention(
+          x, table["memories"], query_document=tf.cast(inputs["document_index"], tf.int32),
+          memory_document=table["document"],
+          query_position=tf.cast(inputs["segment_index"], tf.int32),
+          memory_position=table["position"], memory_mask=table["mask"], training=training,
+          query_token_mask=token_mask)
       x = self.second_read(x, attention_mask=input_mask, training=training)
-
+      extra = {"memories": local["memories"], "memory_table": table["memories"],
+               "memory_entity_id": table["entity_id"], "memory_mask": table["mask"],
+               "coref_bias": self.coref_bias(local["memories"])}
     span = self.span_head(x)  # [N, L, 2]
     is_context = tf.equal(token_kind, records.TOKEN_KIND_CONTEXT)
     begin = tf.where(is_context, span[..., 0], NEG_LOGIT)
@@ -143,27 +176,6 @@ class ReadTwiceModel(keras.Model):
     if "masked_positions" in inputs:
       out["mlm_logits"] = self.mlm_head(x, tf.cast(inputs["masked_positions"], tf.int32))
     return out
-
-  def _read_memories(self, x, inputs, document_index, segment_index, segment_mask, training):
-    """Memories of this replica's segments, gathered over all replicas, read by the tokens."""
-    ex = self.extract_memories(x, inputs)
-    owner = ex["segment"]
-    document = tf.gather(document_index, owner)
-    mask = (tf.cast(ex["mask"], tf.int32) * tf.gather(segment_mask, owner)
-            * tf.cast(document >= 0, tf.int32))
-    mem = gather_memories({"memories": ex["memories"], "document": document,
-                           "position": tf.gather(segment_index, owner), "mask": mask,
-                           "entity_id": tf.cast(ex["entity_id"], tf.int32)})
-    token_mask = None
-    if self.config.memory_application == "entity":
-      token_mask = mention_token_mask(inputs, tf.shape(x)[0], tf.shape(x)[1])
-    x = self.memory_attention(x, mem["memories"], query_document=document_index,
-                              memory_document=mem["document"], query_position=segment_index,
-                              memory_position=mem["position"], memory_mask=mem["mask"],
-                              training=training, query_token_mask=token_mask)
-    return x, {"memories": ex["memories"], "memory_table": mem["memories"],
-               "memory_entity_id": mem["entity_id"], "memory_mask": mem["mask"],
-               "coref_bias": self.coref_bias(ex["memories"])}
 
   def get_config(self):
     return {"config": self.config.to_dict(), "name": self.name}
@@ -192,3 +204,24 @@ def build_model(config: ModelConfig, seq_length: int = 8, segments_per_pack: int
         "mentions_mask")})
   model(dummy, training=False)
   return model
+
+
+def compiled_halves(model: ReadTwiceModel, jit_compile: bool = True):
+  """A forward function ``(inputs, training) -> outputs`` equal to ``model(inputs)``, whose
+  two halves (:meth:`ReadTwiceModel.first_pass`, :meth:`ReadTwiceModel.second_pass`) are each
+  XLA-compiled, with the memory all-gather between them outside XLA.
+
+  Use it inside ``strategy.run`` under MirroredStrategy, where a collective inside a
+  jit-compiled function fails (``merge_call``); gradients flow through both compiled halves
+  and the gather (its gradient is the collective's own).  Under one device (or TPUStrategy,
+  which compiles the whole replica function) plain ``jit_compile=True`` on the step works too.
+  """
+  first = tf.function(model.first_pass, jit_compile=jit_compile, reduce_retracing=True)
+  second = tf.function(model.second_pass, jit_compile=jit_compile, reduce_retracing=True)
+
+  def forward(inputs, training=False):
+    x, local = first(inputs, training=training)
+    table = gather_memories(local) if local else {}
+    return second(inputs, x, local, table, training=training)
+
+  return forward

@@ -1,6 +1,7 @@
 """The whole model under MirroredStrategy (2 logical CPUs) equals the same pack on one device:
 memories, the outputs after memory attention, the losses and the gradients, with a document
-whose segments sit on different replicas and entity memories gathered across them.
+whose segments sit on different replicas and entity memories gathered across them; also with
+the model's two halves XLA-compiled per replica (``readtwice.compiled_halves``).
 
 Logical devices must be configured before TensorFlow initialises, so the body runs in a fresh
 subprocess (``python -m tests.model.test_model_replicas``) that prints one JSON line.
@@ -10,6 +11,8 @@ import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N, L, R, K = 4, 12, 2, 16
@@ -82,6 +85,17 @@ def _main():
   def run(f):
     return strategy.run(lambda x: step(mirrored, x), args=(f,))
 
+  if os.environ.get("READTWICE_TEST_XLA_HALVES"):
+    # The same step with both halves of the model XLA-compiled per replica.
+    forward = readtwice.compiled_halves(mirrored)
+
+    def step(model, f):  # noqa: F811  (the compiled variant of the step above)
+      with tf.GradientTape() as tape:
+        out = forward(f, training=False)
+        loss = losses.readtwice_losses(out, f)
+      grads = tape.gradient(loss["total"], model.trainable_variables)
+      return out, loss, grads
+
   out2, loss2, grads2 = run(dist)
   local = strategy.experimental_local_results
 
@@ -119,9 +133,11 @@ def _main():
   print(json.dumps(result))
 
 
-def test_model_on_two_replicas_equals_one_device():
+@pytest.mark.parametrize("xla_halves", [False, True])
+def test_model_on_two_replicas_equals_one_device(xla_halves):
+  env = dict(os.environ, READTWICE_TEST_XLA_HALVES="1" if xla_halves else "")
   proc = subprocess.run([sys.executable, "-m", "tests.model.test_model_replicas"], cwd=REPO,
-                        capture_output=True, text=True, timeout=600)
+                        capture_output=True, text=True, timeout=600, env=env)
   assert proc.returncode == 0, proc.stderr[-3000:]
   r = json.loads(proc.stdout.strip().splitlines()[-1])
   for key in ("begin_logits", "end_logits", "answer_type_logits", "memories"):
