@@ -217,15 +217,21 @@ def base(**overrides) -> ModelConfig:
 
 def _variant(size, **variant):
   def make(**overrides):
-    return size(**dict(variant, **overrides))
-  make.__doc__ = f"{size.__name__} with {variant}"
+    config = size(**dict(variant, **overrides))
+    if "span_head_intermediate_size" not in overrides:  # the appendix's FFN, hidden wide
+      config = dataclasses.replace(config, span_head_intermediate_size=config.hidden_size)
+    return config
+  make.__doc__ = f"{size.__name__} with {variant}, the appendix's span FFN and answer-type head"
   return make
 
 
 # The paper's variants (Zemlyanskiy et al. 2021, §3-4): ReadTwice with CLS, STS (32-token span)
 # or entity memories; E(SS): each segment reads only its own memories; E(SS, 10L): the same
 # with 10 first-read layers, so that the model has the baseline's 12 layers in all; and the
-# plain RoBERTa encoder (12 layers, no memory) they are compared with.
+# plain RoBERTa encoder (12 layers, no memory) they are compared with.  All with the appendix's
+# heads: a feed-forward layer before the span projection, and the answer type normalised over
+# (segment x {span, yes, no}) with the best pair at inference.
+_PAPER_HEADS = dict(answer_type_mode="paper")
 _VARIANTS = {
     "cls": dict(memory_source="cls"),
     "sts": dict(memory_source="sts", sts_length=32),
@@ -236,6 +242,7 @@ _VARIANTS = {
                      same_segment_only=True, num_layers_first=10),
     "roberta": dict(use_memory=False),
 }
+_VARIANTS = {k: dict(_PAPER_HEADS, **v) for k, v in _VARIANTS.items()}
 
 PRESETS = {"tiny": tiny, "base": base}
 PRESETS.update({f"readtwice_{k}" if k != "roberta" else "roberta_base": _variant(base, **v)

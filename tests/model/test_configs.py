@@ -61,6 +61,11 @@ def test_paper_presets_round_trip_and_differ_as_the_paper_says():
       == cs["roberta_base"].num_layers_first == 12
   assert not cs["roberta_base"].use_memory and all(cs[n].use_memory for n in names[:5])
   assert configs.preset("tiny_e").max_memories == 64 and configs.preset("tiny_e").hidden_size == 64
+  # The appendix's heads: a span FFN as wide as the model, the (segment x type) answer type.
+  assert all(cs[n].answer_type_mode == "paper" and cs[n].span_head_intermediate_size == 768
+             for n in names)
+  assert configs.preset("tiny_e", span_head_intermediate_size=None).span_head_intermediate_size \
+      is None
 
 
 def test_entity_memories_need_a_static_cap():
