@@ -105,6 +105,9 @@ def main() -> None:
   ap.add_argument("--steps", type=int, default=3)
   ap.add_argument("--memory_top_k", type=int, default=None,
                   help="top-k of the memory attention (default: the preset's 100; 0: none)")
+  ap.add_argument("--memory_window", type=int, default=None,
+                  help="score only each document's memories, in windows of this size "
+                       "(default: dense; the synthetic documents have 8 x --mentions_per_segment)")
   ap.add_argument("--jit_compile", action="store_true")
   ap.add_argument("--bf16", action="store_true")
   ap.add_argument("--small", action="store_true", help="a tiny shape, for tests")
@@ -119,7 +122,7 @@ def main() -> None:
   top_k = {} if args.memory_top_k is None else {"memory_top_k": args.memory_top_k or None}
   rt = configs.preset("readtwice_e", num_layers_first=args.layers_first,
                       num_layers_second=args.layers_second, max_memories=max_memories,
-                      **top_k, **size)
+                      memory_window=args.memory_window, **top_k, **size)
   base = configs.preset("roberta_base", num_layers_first=args.baseline_layers or
                         args.layers_first, **size)
   features = synthetic_pack(args.segments, args.seq_length, args.mentions_per_segment,
@@ -158,7 +161,8 @@ def main() -> None:
                     "shape": [args.segments, args.seq_length], "hidden": args.hidden,
                     "layers": [args.layers_first, args.layers_second],
                     "baseline_layers": args.baseline_layers or args.layers_first,
-                    "memory_top_k": rt.memory_top_k, "jit_compile": args.jit_compile,
+                    "memory_top_k": rt.memory_top_k, "memory_window": rt.memory_window,
+                    "jit_compile": args.jit_compile,
                     "bf16": args.bf16}))
 
 

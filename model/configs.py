@@ -46,6 +46,10 @@ class ModelConfig:
       uses B = 10, the default).
     memory_top_k: If set, each token attends only to its top-k memories (by score; the paper:
       100).
+    memory_window: If set, each segment scores only the first ``memory_window`` memories of
+      its own document instead of every memory of the pack with the others masked: the same
+      result while no document has more memories, and far less work when a pack holds many
+      documents.  None: dense.
     span_head_intermediate_size: Width of the span head's feed-forward layer (the paper's
       appendix); None: one Dense layer.
     answer_type_mode: ``"mean"`` (cross-entropy of the mean of segment logits) or ``"paper"``
@@ -70,6 +74,7 @@ class ModelConfig:
   same_segment_only: bool = False
   max_segment_distance: int = 10
   memory_top_k: Optional[int] = None
+  memory_window: Optional[int] = None
   span_head_intermediate_size: Optional[int] = None
   answer_type_mode: str = "mean"
   pre_layer_norm: bool = False
@@ -87,6 +92,8 @@ class ModelConfig:
       raise ValueError("max_segment_distance must be >= 0.")
     if self.memory_top_k is not None and self.memory_top_k < 1:
       raise ValueError("memory_top_k must be None or >= 1.")
+    if self.memory_window is not None and self.memory_window < 1:
+      raise ValueError("memory_window must be None or >= 1.")
     if self.memory_application not in MEMORY_APPLICATIONS:
       raise ValueError(f"memory_application must be one of {MEMORY_APPLICATIONS}, got "
                        f"{self.memory_application!r}.")

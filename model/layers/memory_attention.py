@@ -134,7 +134,8 @@ class MemoryAttention(keras.layers.Layer):
   def __init__(self, hidden_size: int, num_heads: int, max_segment_distance: int,
                top_k: Optional[int] = None, dropout: float = 0.1,
                layer_norm_epsilon: float = 1e-12, initializer_range: float = 0.02,
-               same_segment_only: bool = False, learned_noop_value: bool = False, **kwargs):
+               same_segment_only: bool = False, learned_noop_value: bool = False,
+               memory_window: Optional[int] = None, **kwargs):
     super().__init__(**kwargs)
     if hidden_size % num_heads:
       raise ValueError("hidden_size must be divisible by num_heads.")
@@ -152,6 +153,9 @@ class MemoryAttention(keras.layers.Layer):
     self.initializer_range = initializer_range
     self.same_segment_only = bool(same_segment_only)
     self.learned_noop_value = bool(learned_noop_value)
+    if memory_window is not None and memory_window < 1:
+      raise ValueError(f"memory_window must be None or >= 1, got {memory_window}")
+    self.memory_window = memory_window
     # One initializer instance per weight (a shared one would make them identical; see
     # model.layers.initializers).
     def dense(name):
@@ -208,6 +212,26 @@ class MemoryAttention(keras.layers.Layer):
       allowed = tf.logical_and(allowed, same)
     return allowed
 
+  def windows(self, query_document, memory_document, memory_mask):
+    """``(index [N, W], valid [N, W])``: per segment, the first ``memory_window`` memories of
+    its document in the table ordered by document (stable, so table order within a document;
+    padding memories last).  Exact when no document has more than ``memory_window`` real
+    memories; a document with more reads its first ``memory_window`` only."""
+    w = self.memory_window
+    md = tf.cast(memory_document, tf.int32)
+    real = tf.logical_and(tf.cast(memory_mask, tf.bool), md >= 0)
+    key = tf.where(real, md, tf.int32.max)
+    order = tf.argsort(key, stable=True)
+    sorted_key = tf.gather(key, order)
+    qd = tf.cast(query_document, tf.int32)
+    start = tf.searchsorted(sorted_key[None, :], qd[None, :], side="left")[0]  # [N]
+    slot = start[:, None] + tf.range(w, dtype=start.dtype)[None, :]  # [N, W]
+    m = tf.shape(key, out_type=slot.dtype)[0]
+    inside = slot < m
+    slot = tf.minimum(slot, m - 1)
+    valid = tf.logical_and(inside, tf.equal(tf.gather(sorted_key, slot), qd[:, None]))
+    return tf.gather(order, slot), valid
+
   def call(self, hidden, memories, query_document, memory_document, query_position,
            memory_position, memory_mask, training=False, query_token_mask=None):
     n, l = _dim(hidden, 0), _dim(hidden, 1)
@@ -217,14 +241,35 @@ class MemoryAttention(keras.layers.Layer):
     k = tf.reshape(self.key(memories), [m, nh, hs])
     v = tf.reshape(self.value(memories), [m, nh, hs])
     scale = 1.0 / float(hs) ** 0.5
-    scores = tf.einsum("nlhd,mhd->nhlm", q, k) * scale
-    scores += self.relative_bias(query_position, memory_position)[:, :, None, :]
+    if self.memory_window is None:  # every memory of the pack, other documents masked
+      scores = tf.einsum("nlhd,mhd->nhlm", q, k) * scale
+      scores += self.relative_bias(query_position, memory_position)[:, :, None, :]
+      allowed = self.allowed_memories(query_document, memory_document, query_position,
+                                      memory_position, memory_mask)  # [N, M]
+
+      def mix(p):
+        return tf.einsum("nhlm,mhd->nlhd", p, v)
+    else:  # each segment's window of its own document's memories
+      index, valid = self.windows(query_document, memory_document, memory_mask)  # [N, W]
+      kw, vw = tf.gather(k, index), tf.gather(v, index)  # [N, W, h, d]
+      scores = tf.einsum("nlhd,nwhd->nhlw", q, kw) * scale
+      position = tf.gather(tf.cast(memory_position, tf.int32), index)  # [N, W]
+      b = self.max_segment_distance
+      dist = tf.clip_by_value(position - tf.cast(query_position, tf.int32)[:, None], -b, b)
+      scores += tf.transpose(tf.gather(self.relative_bias_table, dist + b), [0, 2, 1])[:, :, None]
+      qd = tf.cast(query_document, tf.int32)
+      allowed = tf.logical_and(valid, tf.cast(tf.gather(memory_mask, index), tf.bool))
+      allowed = tf.logical_and(allowed, (qd >= 0)[:, None])
+      if self.same_segment_only:
+        allowed = tf.logical_and(allowed, tf.equal(
+            position, tf.cast(query_position, tf.int32)[:, None]))
+
+      def mix(p):
+        return tf.einsum("nhlw,nwhd->nlhd", p, vw)
     noop = tf.einsum("nlhd,hd->nhl", q, self.noop_key) * scale
     noop += self.noop_bias[None, :, None]
-    scores = tf.concat([scores, noop[..., None]], axis=-1)  # [N, h, L, M + 1]
+    scores = tf.concat([scores, noop[..., None]], axis=-1)  # [N, h, L, M + 1] (or W + 1)
 
-    allowed = self.allowed_memories(query_document, memory_document, query_position,
-                                    memory_position, memory_mask)  # [N, M]
     allowed = tf.concat([allowed, tf.ones_like(allowed[:, :1])], axis=1)  # + no-op
     keep = tf.broadcast_to(allowed[:, None, None, :], tf.shape(scores))
     if self.top_k is not None:
@@ -237,7 +282,7 @@ class MemoryAttention(keras.layers.Layer):
     probs = weights / tf.reduce_sum(weights, axis=-1, keepdims=True)
     probs = self.dropout(probs, training=training)
 
-    out = tf.einsum("nhlm,mhd->nlhd", probs[..., :-1], v)
+    out = mix(probs[..., :-1])
     if self.noop_value is not None:
       out += tf.einsum("nhl,hd->nlhd", probs[..., -1], self.noop_value)
     out = self.output_dense(tf.reshape(out, [n, l, self.hidden_size]))
@@ -254,5 +299,5 @@ class MemoryAttention(keras.layers.Layer):
                   dropout=self.dropout_rate, layer_norm_epsilon=self.layer_norm_epsilon,
                   initializer_range=self.initializer_range,
                   same_segment_only=self.same_segment_only,
-                  learned_noop_value=self.learned_noop_value)
+                  learned_noop_value=self.learned_noop_value, memory_window=self.memory_window)
     return config
