@@ -54,7 +54,9 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
     out = model(inputs, training=False)
     return {k: out[k] for k in _OUTPUT_KEYS}
 
-  for features in input_lib.dataset_from_output_dir(records_dir, shuffle=False, repeat=False):
+  for features in input_lib.dataset_from_output_dir(
+      records_dir, shuffle=False, repeat=False,
+      max_mentions=readtwice.max_mentions(model.config)):
     outputs = forward(readtwice.model_inputs(features))
     decoder.add_pack({k: v.numpy() for k, v in features.items()},
                      {k: v.numpy() for k, v in outputs.items()})

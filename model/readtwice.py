@@ -36,8 +36,16 @@ from schemas import records
 NEG_LOGIT = -10000.0
 MODEL_INPUT_KEYS = ("token_ids", "input_mask", "token_kind", "segment_mask", "document_index",
                     "segment_index")
-OPTIONAL_INPUT_KEYS = ("mentions_segment", "mentions_begin", "mentions_end",
-                       "mentions_entity_id", "mentions_mask", "masked_positions")
+MENTION_INPUT_KEYS = ("mentions_segment", "mentions_begin", "mentions_end",
+                      "mentions_entity_id", "mentions_mask", "mentions_dropped")
+OPTIONAL_INPUT_KEYS = MENTION_INPUT_KEYS[:-1] + ("masked_positions",)
+
+
+def max_mentions(config: ModelConfig):
+  """The ``max_mentions`` the input pipeline must give this model (entity memories), or None."""
+  if config.use_memory and config.memory_source == "entity":
+    return config.max_memories
+  return None
 
 
 def model_inputs(features: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:

@@ -124,7 +124,7 @@ def config_from_manifest(records_dir: str, preset: str = "tiny", **overrides
   """A preset whose vocab size / position table fit the records' manifest."""
   manifest = input_lib.read_manifest(records_dir)
   kw = dict(vocab_size=int(manifest["tokenizer"]["vocab_size"]))
-  if preset == "tiny":
+  if preset.startswith("tiny"):
     kw["max_seq_length"] = int(manifest["config"]["seq_length"])
   kw.update(overrides)
   return configs_lib.preset(preset, **kw)
@@ -179,8 +179,9 @@ def train(records_dir: str, model_dir: str,
     ckpt.restore(manager.latest_checkpoint)
 
   ds = input_lib.dataset_from_output_dir(records_dir, shuffle=tc.shuffle, repeat=True,
-                                         seed=tc.seed)
-  ds = ds.map(lambda f: {k: f[k] for k in TRAIN_KEYS})
+                                         seed=tc.seed, max_mentions=readtwice.max_mentions(mc))
+  keys = TRAIN_KEYS + (readtwice.MENTION_INPUT_KEYS if readtwice.max_mentions(mc) else ())
+  ds = ds.map(lambda f: {k: f[k] for k in keys})
   writer = tf.summary.create_file_writer(os.path.join(model_dir, "tb"))
 
   @tf.function(jit_compile=tc.jit_compile, reduce_retracing=True)
@@ -191,6 +192,8 @@ def train(records_dir: str, model_dir: str,
                                            answer_type_mode=mc.answer_type_mode)
     grads = tape.gradient(losses["total"], model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    if "mentions_dropped" in features:  # entity mentions beyond max_memories: logged, not lost
+      losses = dict(losses, mentions_dropped=tf.cast(features["mentions_dropped"], tf.float32))
     return losses
 
   start = time.time()

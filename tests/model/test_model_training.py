@@ -97,3 +97,24 @@ def test_tiny_model_overfits_a_few_documents(preset_kw):
     end = out["end_logits"].numpy()[rows]
     assert np.unravel_index(begin.argmax(), begin.shape) == (rows.index(row), b), doc
     assert np.unravel_index(end.argmax(), end.shape) == (rows.index(row), e), doc
+
+
+def test_train_cli_trains_readtwice_e_on_wikipedia_records(tmp_path, capsys):
+  # Entity memories from the Wikipedia job's link mentions, through the trainer's input
+  # pipeline (static mentions_* features) and the command line; mentions_dropped is logged.
+  import json  # pylint: disable=g-import-not-at-top
+  from demo import synthetic_wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from model import train  # pylint: disable=g-import-not-at-top
+  from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
+  from tests.pipelines.test_wikipedia_pipeline import PAGES, SMALL  # pylint: disable=g-import-not-at-top
+  dump = str(tmp_path / "tiny-pages-articles.xml.bz2")
+  synth.write_dump(PAGES, dump)
+  out = str(tmp_path / "records")
+  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
+  capsys.readouterr()
+  assert train.main(["--records_dir", out, "--model_dir", str(tmp_path / "m"), "--preset",
+                     "tiny_e", "--steps", "2"]) == 0
+  lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+  steps = [x for x in lines if "step" in x]
+  assert len(steps) == 2 and all("coref" in x and x["mentions_dropped"] == 0 for x in steps)
+  assert steps[0]["coref_pairs"] > 0
