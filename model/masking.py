@@ -173,10 +173,20 @@ def _static_mentions(features: Dict[str, tf.Tensor], n: tf.Tensor):
 
 
 def _coverage(begin: tf.Tensor, end: tf.Tensor, flags: tf.Tensor, l: tf.Tensor) -> tf.Tensor:
-  """Bool ``[N, L]``: positions inside any mention ``m`` with ``flags[n, m]``."""
-  pos = tf.range(l)[tf.newaxis, tf.newaxis]
-  inside = (pos >= begin[..., tf.newaxis]) & (pos <= end[..., tf.newaxis])
-  return tf.reduce_any(inside & flags[..., tf.newaxis], axis=1)
+  """Bool ``[N, L]``: positions inside any mention ``m`` with ``flags[n, m]``.
+
+  A difference array per row (+1 at a flagged mention's begin, -1 after its end, running sum
+  > 0): work in ``N * (M + L)``, not ``N * M * L``."""
+  n = tf.shape(begin)[0]
+  f = tf.cast(flags, tf.int32)
+  row = tf.broadcast_to(tf.range(n)[:, tf.newaxis], tf.shape(begin))
+  width = l + 1
+  first = row * width + tf.clip_by_value(tf.cast(begin, tf.int32), 0, l)
+  after = row * width + tf.clip_by_value(tf.cast(end, tf.int32) + 1, 0, l)
+  delta = (tf.math.unsorted_segment_sum(tf.reshape(f, [-1]), tf.reshape(first, [-1]), n * width)
+           - tf.math.unsorted_segment_sum(tf.reshape(f, [-1]), tf.reshape(after, [-1]),
+                                          n * width))
+  return tf.cumsum(tf.reshape(delta, [n, width]), axis=1)[:, :l] > 0
 
 
 def _select_mentions(begin, end, ent, valid, rate: float, whole_entity: bool,
@@ -306,13 +316,19 @@ def mask_segments(features: Dict[str, tf.Tensor], config: MaskingConfig,
   rank = tf.cumsum(sel, axis=1, exclusive=True)
   keep = selected & (rank < p)
   overflow = tf.reduce_sum(sel) - tf.reduce_sum(tf.cast(keep, tf.int32))
-  slot = tf.one_hot(tf.where(keep, rank, -1), p, dtype=tf.int32)  # [N, L, P]
-  pos = tf.range(l)
-  masked_positions = tf.einsum("nlp,l->np", slot, pos)
-  masked_weights = tf.cast(tf.reduce_sum(slot, axis=1), tf.float32)
-  masked_ids = tf.einsum("nlp,nl->np", slot, ids)
-  masked_is_entity = tf.cast(tf.einsum("nlp,nl->np", slot, tf.cast(entity, tf.int32)),
-                             tf.float32)
+  # Scattered into [N, P] by (row, rank): work in proportion to the kept positions.
+  where = tf.where(keep)  # [K, 2]: (row, position)
+  target = tf.stack([tf.cast(where[:, 0], tf.int32), tf.gather_nd(rank, where)], axis=1)
+  shape = tf.stack([tf.shape(keep)[0], tf.constant(p)])
+  masked_positions = tf.scatter_nd(target, tf.cast(where[:, 1], tf.int32), shape)
+  masked_weights = tf.scatter_nd(target, tf.ones([tf.shape(where)[0]], tf.float32), shape)
+  masked_ids = tf.scatter_nd(target, tf.cast(tf.gather_nd(ids, where), tf.int32), shape)
+  masked_is_entity = tf.scatter_nd(target, tf.cast(tf.gather_nd(entity, where), tf.float32),
+                                   shape)
+  static = [keep.shape[0], p]
+  masked_positions, masked_weights, masked_ids, masked_is_entity = (
+      tf.ensure_shape(t, static) for t in (masked_positions, masked_weights, masked_ids,
+                                          masked_is_entity))
 
   # 4. 80/10/10 replacement of the kept positions.
   u = tf.random.stateless_uniform([n, l], seeds[4])

@@ -22,6 +22,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ("oracle.py", ["--words", "3000", "--questions", "6", "--repeats", "1"]),
     ("narrativeqa_memory.py", ["--words", "5000", "--questions", "3"]),
     ("model_step.py", ["--small"]),
+    ("input_pipeline.py", ["--pages", "30", "--seq_length", "128", "--segments_per_pack", "8",
+                           "--max_mentions", "128", "--seconds", "1", "--repeats", "1"]),
 ])
 def test_benchmark_prints_its_figure_last(script, args):
   proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script)] + args,
