@@ -121,19 +121,25 @@ def _open_text(path: str):
 
 def read_csv(path: str, columns: Sequence[str]) -> Iterable[Tuple[int, Dict[str, str]]]:
   """``(line, row)`` of a CSV file (local or gs://, decompressed by extension), checking that
-  it has ``columns``; rows whose field count differs from the header are BadInput."""
-  with _open_text(path) as f:
-    rows = csv.reader(f)
-    header = next(rows, None)
-    reader.check_columns(header, columns, path)
-    for values in rows:
-      if not values:  # the blank row a "\r\r\n" line end leaves in documents.csv
-        continue
-      if len(values) != len(header):
-        yield rows.line_num, BadInput("bad_csv_row", f"{len(values)} fields, the header has "
-                                                     f"{len(header)}")
-        continue
-      yield rows.line_num, dict(zip(header, values))
+  it has ``columns``; rows whose field count differs from the header are BadInput.  A file
+  without those columns, unreadable or not CSV is a UserError (one line naming it)."""
+  try:
+    with _open_text(path) as f:
+      rows = csv.reader(f)
+      header = next(rows, None)
+      reader.check_columns(header, columns, path)
+      for values in rows:
+        if not values:  # the blank row a "\r\r\n" line end leaves in documents.csv
+          continue
+        if len(values) != len(header):
+          yield rows.line_num, BadInput("bad_csv_row", f"{len(values)} fields, the header has "
+                                                       f"{len(header)}")
+          continue
+        yield rows.line_num, dict(zip(header, values))
+  except ValueError as e:  # not the file we expected (the message names it)
+    raise UserError(str(e)) from e
+  except (OSError, csv.Error) as e:
+    raise UserError(f"cannot read {path}: {e}") from e
 
 
 class _ReadQuestionsFn(beam.DoFn):
@@ -144,21 +150,16 @@ class _ReadQuestionsFn(beam.DoFn):
 
   def process(self, path: str):
     records = other = dead = 0
-    try:
-      for line, row in read_csv(path, reader.QUESTION_COLUMNS):
-        source_id = f"{path}:{line}"
-        if isinstance(row, BadInput):
-          dead += 1
-          yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("read", source_id, row))
-        elif row["set"] != self._split:
-          other += 1
-        else:
-          records += 1
-          yield row["document_id"], (source_id, row)
-    except ValueError as e:  # not the file we expected (the message names it)
-      raise UserError(str(e)) from e
-    except (OSError, csv.Error) as e:
-      raise UserError(f"cannot read {path}: {e}") from e
+    for line, row in read_csv(path, reader.QUESTION_COLUMNS):
+      source_id = f"{path}:{line}"
+      if isinstance(row, BadInput):
+        dead += 1
+        yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("read", source_id, row))
+      elif row["set"] != self._split:
+        other += 1
+      else:
+        records += 1
+        yield row["document_id"], (source_id, row)
     yield beam.pvalue.TaggedOutput(INPUT_COUNT, records + dead)
     yield beam.pvalue.TaggedOutput(STATS, {"read/records": records,
                                            "read/other_split_rows": other})
@@ -166,14 +167,9 @@ class _ReadQuestionsFn(beam.DoFn):
 
 def _read_keyed(path: str, columns: Sequence[str], split: str, value: str):
   """(story id, row or row[value]) of a documents.csv / summaries.csv for the split."""
-  try:
-    for _, row in read_csv(path, columns):
-      if not isinstance(row, BadInput) and row["set"] == split:
-        yield row["document_id"], (row[value] if value else row)
-  except ValueError as e:
-    raise UserError(str(e)) from e
-  except (OSError, csv.Error) as e:
-    raise UserError(f"cannot read {path}: {e}") from e
+  for _, row in read_csv(path, columns):
+    if not isinstance(row, BadInput) and row["set"] == split:
+      yield row["document_id"], (row[value] if value else row)
 
 
 class _StoryFn(beam.DoFn):
