@@ -31,6 +31,7 @@ stage is not in the pipeline at all.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import gc
@@ -356,7 +357,9 @@ class _AnnotateFn(beam.DoFn):
         out.append(self._annotate(doc, found))
     self._stats.count("annotate/busy_ms", int(round(1000 * (time.perf_counter() - start))))
     self._stats.count("annotate/cpu_ms", int(round(1000 * (time.thread_time() - cpu_start))))
-    self._stats.count("annotate/words", sum(len(d.text.split()) for d in batch))
+    # Words of the documents, each distinct text split once (a story's questions share it).
+    per_text = collections.Counter(d.text for d in batch)
+    self._stats.count("annotate/words", sum(len(t.split()) * k for t, k in per_text.items()))
     yield from out
 
   def _annotate(self, doc: Document, found) -> Document:
