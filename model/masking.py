@@ -51,6 +51,7 @@ from typing import Dict, Iterable, Optional, Union
 
 import tensorflow as tf
 
+from model.layers.memory import span_coverage
 from schemas import records
 
 _MENTION_STATIC_KEYS = ("mentions_segment", "mentions_begin", "mentions_end", "mentions_mask")
@@ -173,20 +174,11 @@ def _static_mentions(features: Dict[str, tf.Tensor], n: tf.Tensor):
 
 
 def _coverage(begin: tf.Tensor, end: tf.Tensor, flags: tf.Tensor, l: tf.Tensor) -> tf.Tensor:
-  """Bool ``[N, L]``: positions inside any mention ``m`` with ``flags[n, m]``.
-
-  A difference array per row (+1 at a flagged mention's begin, -1 after its end, running sum
-  > 0): work in ``N * (M + L)``, not ``N * M * L``."""
+  """Bool ``[N, L]``: positions inside any mention ``m`` (``[N, M]`` spans of row ``n``) with
+  ``flags[n, m]``."""
   n = tf.shape(begin)[0]
-  f = tf.cast(flags, tf.int32)
   row = tf.broadcast_to(tf.range(n)[:, tf.newaxis], tf.shape(begin))
-  width = l + 1
-  first = row * width + tf.clip_by_value(tf.cast(begin, tf.int32), 0, l)
-  after = row * width + tf.clip_by_value(tf.cast(end, tf.int32) + 1, 0, l)
-  delta = (tf.math.unsorted_segment_sum(tf.reshape(f, [-1]), tf.reshape(first, [-1]), n * width)
-           - tf.math.unsorted_segment_sum(tf.reshape(f, [-1]), tf.reshape(after, [-1]),
-                                          n * width))
-  return tf.cumsum(tf.reshape(delta, [n, width]), axis=1)[:, :l] > 0
+  return span_coverage(row, begin, end, flags, n, l)
 
 
 def _select_mentions(begin, end, ent, valid, rate: float, whole_entity: bool,

@@ -34,23 +34,42 @@ def _dim(x: tf.Tensor, axis: int):
   return static if static is not None else tf.shape(x)[axis]
 
 
+def span_coverage(row, begin, end, flags, num_rows, length) -> tf.Tensor:
+  """bool ``[num_rows, length]``: the tokens inside any span ``(row, begin, end)`` (inclusive,
+  any equal shapes) whose ``flags`` is true.
+
+  A difference array per row (+1 at a span's begin, -1 after its end, running sum > 0): work
+  in ``spans + rows * length``.  Spans with a row outside ``[0, num_rows)`` or ``end < begin``
+  cover nothing; begin and end are clipped to the row.
+  """
+  row = tf.reshape(tf.cast(row, tf.int32), [-1])
+  begin = tf.reshape(tf.cast(begin, tf.int32), [-1])
+  end = tf.reshape(tf.cast(end, tf.int32), [-1])
+  ok = (tf.reshape(tf.cast(flags, tf.bool), [-1]) & (row >= 0) & (row < num_rows)
+        & (begin <= end))
+  weight = tf.cast(ok, tf.int32)
+  row = tf.where(ok, row, 0)
+  width = length + 1
+  first = row * width + tf.clip_by_value(begin, 0, length)
+  after = row * width + tf.clip_by_value(end + 1, 0, length)
+  size = num_rows * width
+  delta = (tf.math.unsorted_segment_sum(weight, first, size)
+           - tf.math.unsorted_segment_sum(weight, after, size))
+  return tf.cumsum(tf.reshape(delta, [num_rows, width]), axis=1)[:, :length] > 0
+
+
 def mention_token_mask(features, num_segments: int, seq_length: int) -> tf.Tensor:
   """int32 ``[N, L]``: 1 at every token inside a real mention, 0 elsewhere.
 
   Reads ``mentions_segment``, ``mentions_begin``, ``mentions_end`` (inclusive) and
   ``mentions_mask`` (int ``[K]``, from :func:`model.input.parse_pack` with ``max_mentions``), so
   the shape is static; e.g. MemoryAttention's ``query_token_mask`` for the paper's sparse
-  (entity-only) application.
+  (entity-only) application.  A mention whose segment is outside ``[0, N)`` covers nothing.
   """
-  segment = tf.cast(features["mentions_segment"], tf.int32)
-  begin = tf.cast(features["mentions_begin"], tf.int32)
-  end = tf.cast(features["mentions_end"], tf.int32)
-  real = tf.cast(features["mentions_mask"], tf.int32) > 0
-  pos = tf.range(seq_length, dtype=tf.int32)[None, :]
-  inside = (pos >= begin[:, None]) & (pos <= end[:, None]) & real[:, None]  # [K, L]
-  owner = tf.one_hot(segment, num_segments, dtype=tf.float32)  # [K, N]; out of range: no row
-  count = tf.matmul(owner, tf.cast(inside, tf.float32), transpose_a=True)  # [N, L]
-  return tf.cast(count > 0, tf.int32)
+  return tf.cast(span_coverage(features["mentions_segment"], features["mentions_begin"],
+                               features["mentions_end"],
+                               tf.cast(features["mentions_mask"], tf.int32) > 0,
+                               num_segments, seq_length), tf.int32)
 
 
 @keras.saving.register_keras_serializable(package="readtwice")
