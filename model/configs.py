@@ -1,4 +1,5 @@
-"""Frozen dataclass configs for the ReadTwice model and trainer (pure Python, no TF).
+"""Frozen dataclass configs for the ReadTwice model and trainer (pure Python, no TF import at
+module level; only :func:`save_configs`/:func:`load_configs` import it, for ``tf.io.gfile``).
 
 Configs round-trip through JSON (``to_json``/``from_json``) and are saved as ``config.json``
 beside the checkpoints, so ``model.predict`` can rebuild the exact model.
@@ -144,7 +145,9 @@ class TrainConfig:
     jit_compile: XLA-compile the train step.
     checkpoint_every: Save a checkpoint every this many steps (and at the end).
     max_checkpoints: Checkpoints kept by the CheckpointManager.
-    log_every: Write TensorBoard summaries every this many steps.
+    log_every: Write TensorBoard summaries (and log lines) every this many steps.
+    steps_per_loop: Train steps run inside one ``tf.function`` call (one host round trip);
+      checkpoints, logs and evaluations happen at loop boundaries.
   """
   learning_rate: float = 5e-5
   steps: int = 1000
@@ -159,6 +162,7 @@ class TrainConfig:
   checkpoint_every: int = 1000
   max_checkpoints: int = 3
   log_every: int = 1
+  steps_per_loop: int = 1
 
   def __post_init__(self):
     if self.optimizer not in ("adamw", "lamb"):
@@ -177,7 +181,7 @@ class TrainConfig:
       raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay}.")
     if self.clipnorm is not None and not self.clipnorm > 0:
       raise ValueError(f"clipnorm must be None (no clipping) or > 0, got {self.clipnorm}.")
-    for name in ("checkpoint_every", "max_checkpoints", "log_every"):
+    for name in ("checkpoint_every", "max_checkpoints", "log_every", "steps_per_loop"):
       if getattr(self, name) < 1:
         raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
 
@@ -267,23 +271,36 @@ def preset(name: str, **overrides) -> ModelConfig:
 
 def save_configs(model_dir: str, model_config: ModelConfig,
                  train_config: Optional[TrainConfig] = None) -> str:
-  """Writes ``<model_dir>/config.json`` holding ``{"model": ..., "train": ...}``."""
-  import os
-  os.makedirs(model_dir, exist_ok=True)
+  """Writes ``<model_dir>/config.json`` holding ``{"model": ..., "train": ...}``.
+
+  ``model_dir`` may be any ``tf.io.gfile`` path (local, ``gs://``, ``ram://``); TensorFlow is
+  imported here, not at module level.
+  """
+  import os  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf.io.gfile.makedirs(model_dir)
   path = os.path.join(model_dir, CONFIG_FILE)
   payload = {"model": model_config.to_dict()}
   if train_config is not None:
     payload["train"] = train_config.to_dict()
-  with open(path, "w") as f:
+  with tf.io.gfile.GFile(path, "w") as f:
     f.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
   return path
 
 
 def load_configs(model_dir: str):
-  """Reads ``<model_dir>/config.json`` -> ``(ModelConfig, TrainConfig | None)``."""
-  import os
-  with open(os.path.join(model_dir, CONFIG_FILE)) as f:
-    payload = json.load(f)
+  """Reads ``<model_dir>/config.json`` -> ``(ModelConfig, TrainConfig | None)``.
+
+  ``model_dir`` may be any ``tf.io.gfile`` path.  Raises FileNotFoundError when there is no
+  ``config.json``.
+  """
+  import os  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  path = os.path.join(model_dir, CONFIG_FILE)
+  if not tf.io.gfile.exists(path):
+    raise FileNotFoundError(f"{path} does not exist: {model_dir} holds no saved configs")
+  with tf.io.gfile.GFile(path, "rb") as f:
+    payload = json.loads(f.read().decode("utf-8"))
   train = payload.get("train")
   return (ModelConfig.from_dict(payload["model"]),
           TrainConfig.from_dict(train) if train is not None else None)

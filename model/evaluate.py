@@ -13,6 +13,10 @@ Gold files: HotpotQA official JSON list; TriviaQA official rc question file
 Prints the metrics as one JSON object (sorted keys) on the last line of
 stdout and, when `--output` is given, also writes it to that file.
 
+Paths may be local or `tf.io.gfile` URLs (`gs://...`); TensorFlow is only
+imported for the latter. Python API: `run` (files), `score` (an in-memory
+predictions object, e.g. for periodic dev evaluation during training).
+
 Each task is a module registered in `TASKS` that provides
 `check_predictions(obj, source)`, `check_gold(obj, source)` (both raising
 `ValueError` with a readable message) and `evaluate(predictions, gold)`
@@ -23,9 +27,9 @@ import argparse
 import json
 import sys
 from types import ModuleType
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
-from model.evaluation import hotpotqa, narrativeqa, triviaqa
+from model.evaluation import common, hotpotqa, narrativeqa, triviaqa
 
 # Task name -> metrics module.
 TASKS: Dict[str, ModuleType] = {
@@ -51,19 +55,72 @@ def load_json(path: str, role: str) -> Any:
   """Reads a JSON file, turning I/O and parse failures into EvaluationError.
 
   Args:
-    path: File to read.
+    path: File to read: a local path, or a `tf.io.gfile` URL (`gs://...`, `ram://...`).
     role: What the file is ('predictions' or 'gold'), for messages.
 
   Returns:
     The parsed JSON value.
   """
   try:
-    with open(path, encoding='utf-8') as f:
+    with common.open_text(path) as f:
       return json.load(f)
   except OSError as e:
     raise EvaluationError(f'cannot read {role} file {path}: {e}') from e
   except (json.JSONDecodeError, UnicodeDecodeError) as e:
     raise EvaluationError(f'{role} file {path} is not valid JSON: {e}') from e
+
+
+def _check_task(task: str) -> ModuleType:
+  if task not in TASKS:
+    raise EvaluationError(f'unknown task {task!r}; choose from '
+                          f'{sorted(TASKS)}')
+  return TASKS[task]
+
+
+def _score(task: str, predictions: Any, predictions_source: str, gold_path: str,
+           options: Mapping[str, Any]) -> Dict[str, Any]:
+  """Loads the gold file, validates both sides and scores (`score` and `run`)."""
+  module = _check_task(task)
+  if hasattr(module, 'load_gold'):
+    try:
+      gold = module.load_gold(gold_path)
+    except OSError as e:
+      raise EvaluationError(f'cannot read gold file {gold_path}: {e}') from e
+    except ValueError as e:
+      raise EvaluationError(f'gold file {gold_path}: {e}') from e
+  else:
+    gold = load_json(gold_path, 'gold')
+  try:
+    module.check_predictions(predictions, predictions_source)
+    module.check_gold(gold, gold_path)
+  except ValueError as e:
+    raise EvaluationError(str(e)) from e
+  try:
+    return module.evaluate(predictions, gold, **options)
+  except narrativeqa.MeteorUnavailableError as e:
+    raise EvaluationError(str(e)) from e
+
+
+def score(task: str, predictions: Any, gold_path: str,
+          **task_options: Any) -> Dict[str, Any]:
+  """Scores an in-memory predictions object (e.g. `model.predict.predict_with_model`'s).
+
+  The same validation and metrics as `run` on a file holding `predictions`
+  as JSON (`predictions` is not modified).
+
+  Args:
+    task: Key of `TASKS`.
+    predictions: The task's predictions object (as the predictions JSON file would hold it).
+    gold_path: Gold file: a local path or a `tf.io.gfile` URL.
+    **task_options: Keyword options of the task's `evaluate` (see TASK_OPTIONS).
+
+  Returns:
+    The metrics dict.
+
+  Raises:
+    EvaluationError: On unknown task, unreadable or malformed input.
+  """
+  return _score(task, predictions, 'predictions', gold_path, task_options)
 
 
 def run(task: str, predictions_path: str, gold_path: str,
@@ -77,40 +134,20 @@ def run(task: str, predictions_path: str, gold_path: str,
     output_path: Optional file to write the metrics JSON to.
     **options: Keyword options of the task's `evaluate` (see TASK_OPTIONS).
 
+  Every path may be local or a `tf.io.gfile` URL (`gs://...`, `ram://...`).
+
   Returns:
     The metrics dict.
 
   Raises:
     EvaluationError: On unknown task, unreadable or malformed input.
   """
-  if task not in TASKS:
-    raise EvaluationError(f'unknown task {task!r}; choose from '
-                          f'{sorted(TASKS)}')
-  module = TASKS[task]
+  _check_task(task)
   predictions = load_json(predictions_path, 'predictions')
-  if hasattr(module, 'load_gold'):
-    try:
-      gold = module.load_gold(gold_path)
-    except OSError as e:
-      raise EvaluationError(f'cannot read gold file {gold_path}: {e}') from e
-    except ValueError as e:
-      raise EvaluationError(f'gold file {gold_path}: {e}') from e
-  else:
-    gold = load_json(gold_path, 'gold')
-  try:
-    module.check_predictions(predictions, predictions_path)
-    module.check_gold(gold, gold_path)
-  except ValueError as e:
-    raise EvaluationError(str(e)) from e
-  try:
-    metrics = module.evaluate(predictions, gold, **options)
-  except narrativeqa.MeteorUnavailableError as e:
-    raise EvaluationError(str(e)) from e
+  metrics = _score(task, predictions, predictions_path, gold_path, options)
   if output_path:
     try:
-      with open(output_path, 'w', encoding='utf-8') as f:
-        json.dump(metrics, f, sort_keys=True)
-        f.write('\n')
+      common.write_text(output_path, json.dumps(metrics, sort_keys=True) + '\n')
     except OSError as e:
       raise EvaluationError(f'cannot write output file {output_path}: '
                             f'{e}') from e

@@ -26,13 +26,15 @@ Record files may be gzip-compressed (``--compression gzip``: ``*.tfrecord.gz``, 
 ``config.compression``; without it (older manifests, or ``make_dataset`` on paths) a file is gzip
 when its name ends in ``.gz``.
 
+Every path (output dir, manifest, shards) goes through ``tf.io.gfile``, so local dirs, ``gs://``
+and TF's in-memory ``ram://`` filesystem all work.
+
 Schema versions are checked twice: eagerly on the first record of every file (clear
 ``SchemaVersionError`` before any training starts) and in-graph on every record.
 """
 
 from __future__ import annotations
 
-import glob
 import numbers
 import os
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -203,7 +205,8 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
     file_pattern_or_list: A glob pattern, a path, or a list of those.
     seq_length: L, tokens per segment.
     segments_per_pack: N, segments per pack.
-    shuffle: Shuffle file order and packs (seeded by ``seed``).
+    shuffle: Shuffle file order and packs (seeded by ``seed``: the same seed gives the same
+      order, so a run resumed from an iterator checkpoint reads what the first run would).
     repeat: Repeat forever.
     seed: Shuffle seed.
     shuffle_buffer: Pack shuffle buffer size.
@@ -226,9 +229,9 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
   ds = tf.data.Dataset.from_tensor_slices((files, types))
   if shuffle:
     ds = ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-  if shuffle:
+  if shuffle:  # deterministic: a seed gives one order, which a resumed run must reproduce
     ds = ds.interleave(_records_of, cycle_length=4, num_parallel_calls=tf.data.AUTOTUNE,
-                       deterministic=False)
+                       deterministic=True)
   else:
     ds = ds.flat_map(_records_of)
   if shuffle:
@@ -236,7 +239,7 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
   if repeat:
     ds = ds.repeat()
   ds = ds.map(lambda x: parse_pack(x, seq_length, segments_per_pack, max_mentions=max_mentions),
-              num_parallel_calls=tf.data.AUTOTUNE, deterministic=not shuffle)
+              num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return ds.prefetch(2)
 
 
@@ -256,7 +259,7 @@ def record_files(output_dir: str, manifest: Optional[Dict] = None) -> List[str]:
   manifest = manifest if manifest is not None else read_manifest(output_dir)
   shards = [os.path.join(output_dir, s["path"]) for s in manifest.get("shards", [])]
   if not shards:
-    shards = sorted(glob.glob(os.path.join(output_dir, "records-*")))
+    shards = sorted(tf.io.gfile.glob(os.path.join(output_dir, "records-*")))
   return shards
 
 

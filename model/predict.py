@@ -14,7 +14,9 @@ Output (see :mod:`model.decoding`):
 
 ``--reduction`` aggregates a question's span candidates across its segments, sub-documents and
 packs: ``max`` (best single span) or ``sum`` (logsumexp per normalised answer text).
-Python API: :func:`predict`.
+Python API: :func:`predict` (loads the model from ``model_dir``) and :func:`predict_with_model`
+(an already built model, e.g. for periodic dev evaluation during training; score its result with
+:func:`model.evaluate.score`).  Paths may be any ``tf.io.gfile`` path (local, ``gs://``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Dict, Optional
+import weakref
+from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
@@ -34,29 +37,55 @@ from model.train import load_model
 _OUTPUT_KEYS = ("begin_logits", "end_logits", "answer_type_logits", "supporting_logits")
 
 
-def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_k: int = 20,
-            max_answer_tokens: int = 30, sp_threshold: float = 0.5,
-            checkpoint: Optional[str] = None, *, task: str = "hotpotqa",
-            reduction: str = "max", per_document: bool = False) -> Dict:
-  """Predicts every question in ``records_dir``; writes JSON to ``output`` if given.
+# model -> its traced inference forward, so repeated calls (a dev evaluation every N training
+# steps) reuse one tf.function and its traces instead of tracing a new one per call.
+_FORWARDS: "weakref.WeakKeyDictionary[readtwice.ReadTwiceModel, Callable]" = (
+    weakref.WeakKeyDictionary())
 
-  Returns the prediction object of ``task`` (:func:`model.decoding.task_predictions`).
+
+def _forward_fn(model: readtwice.ReadTwiceModel) -> Callable:
+  """The cached ``tf.function`` running ``model`` in inference mode (``_OUTPUT_KEYS`` only)."""
+  forward = _FORWARDS.get(model)
+  if forward is None:
+    model_ref = weakref.ref(model)  # a strong reference would keep the weak key alive forever
+
+    @tf.function(reduce_retracing=True)
+    def forward(inputs):
+      out = model_ref()(inputs, training=False)
+      return {k: out[k] for k in _OUTPUT_KEYS}
+
+    _FORWARDS[model] = forward
+  return forward
+
+
+def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
+                       task: str = "hotpotqa", reduction: str = "max",
+                       per_document: bool = False, top_k: int = 20,
+                       max_answer_tokens: int = 30, sp_threshold: float = 0.5,
+                       max_packs: Optional[int] = None) -> Dict:
+  """Predicts the questions of ``records_dir`` with an already built (restored) ``model``.
+
+  Returns the prediction object of ``task`` (:func:`model.decoding.task_predictions`), ready for
+  :func:`model.evaluate.score`.  ``records_dir`` may be any ``tf.io.gfile`` path.  ``max_packs``
+  (None: all) reads only the first packs, in record order (questions cut off by the limit are
+  predicted from the packs read).  The traced forward pass is cached per model, so periodic
+  calls during training do not retrace.
   """
-  decoding.check_task(task, per_document)  # before the model is loaded
-  model, _ = load_model(model_dir, checkpoint)
+  decoding.check_task(task, per_document)
+  if max_packs is not None and (isinstance(max_packs, bool) or
+                                not isinstance(max_packs, int) or max_packs < 1):
+    raise ValueError(f"max_packs must be None or an int >= 1, got {max_packs!r}.")
   decoder = decoding.Decoder(decoding.load_documents(records_dir), top_k=top_k,
                              max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
                              reduction=reduction,
                              answer_type_mode=model.config.answer_type_mode)
-
-  @tf.function(reduce_retracing=True)
-  def forward(inputs):
-    out = model(inputs, training=False)
-    return {k: out[k] for k in _OUTPUT_KEYS}
-
-  for features in input_lib.dataset_from_output_dir(
+  forward = _forward_fn(model)
+  dataset = input_lib.dataset_from_output_dir(
       records_dir, shuffle=False, repeat=False,
-      max_mentions=readtwice.max_mentions(model.config)):
+      max_mentions=readtwice.max_mentions(model.config))
+  if max_packs is not None:
+    dataset = dataset.take(max_packs)
+  for features in dataset:
     outputs = forward(readtwice.model_inputs(features))
     decoder.add_pack({k: v.numpy() for k, v in features.items()},
                      {k: v.numpy() for k, v in outputs.items()})
@@ -65,6 +94,25 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
     print(f"warning: {decoder.unmapped_candidates} span candidates could not be mapped to a "
           f"document text of {records_dir}/documents (missing document or offsets out of "
           "range) and were ignored", file=sys.stderr, flush=True)
+  return preds
+
+
+def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_k: int = 20,
+            max_answer_tokens: int = 30, sp_threshold: float = 0.5,
+            checkpoint: Optional[str] = None, *, task: str = "hotpotqa",
+            reduction: str = "max", per_document: bool = False) -> Dict:
+  """Predicts every question in ``records_dir``; writes JSON to ``output`` if given.
+
+  Loads the model from ``model_dir`` (``config.json`` + the latest, or the given, checkpoint)
+  and runs :func:`predict_with_model`.  Every path may be a ``tf.io.gfile`` path (local,
+  ``gs://``, ``ram://``).  Returns the prediction object of ``task``
+  (:func:`model.decoding.task_predictions`).
+  """
+  decoding.check_task(task, per_document)  # before the model is loaded
+  model, _ = load_model(model_dir, checkpoint)
+  preds = predict_with_model(model, records_dir, task=task, reduction=reduction,
+                             per_document=per_document, top_k=top_k,
+                             max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold)
   if output:
     with tf.io.gfile.GFile(output, "w") as f:
       f.write(json.dumps(preds, indent=1, sort_keys=True) + "\n")

@@ -1,6 +1,62 @@
-"""Input checks shared by the metric modules (pure Python)."""
+"""Input checks and file access shared by the metric modules (pure Python).
 
-from typing import Any, Iterator, Mapping, Tuple
+Files: local paths are read and written with the built-in `open` (so the scorer CLI never
+imports TensorFlow for them); paths with a URL scheme (`gs://...`, `ram://...`) go through
+`tf.io.gfile`, with TensorFlow imported only then. Failures of either are raised as `OSError`.
+"""
+
+import errno
+import io
+import os
+from typing import IO, Any, Iterator, Mapping, Optional, Tuple
+
+
+def is_url(path: str) -> bool:
+  """Whether `path` names a file of a `tf.io.gfile` filesystem other than the local one."""
+  return '://' in path
+
+
+def _gfile():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return tf
+
+
+def open_text(path: str, encoding: str = 'utf-8',
+              newline: Optional[str] = None) -> IO[str]:
+  """Opens `path` for reading text (`encoding`/`newline` as for `open`).
+
+  Raises:
+    OSError: The file is missing or cannot be read (FileNotFoundError when missing).
+  """
+  if not is_url(path):
+    return open(path, encoding=encoding, newline=newline)
+  tf = _gfile()
+  try:
+    if not tf.io.gfile.exists(path):
+      raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    with tf.io.gfile.GFile(path, 'rb') as f:
+      data = f.read()
+  except tf.errors.OpError as e:
+    raise OSError(f'{type(e).__name__}: {e.message or path}') from e
+  return io.TextIOWrapper(io.BytesIO(data), encoding=encoding, newline=newline)
+
+
+def write_text(path: str, text: str) -> None:
+  """Writes `text` (UTF-8) to `path`, replacing it.
+
+  Raises:
+    OSError: The file cannot be written.
+  """
+  if not is_url(path):
+    with open(path, 'w', encoding='utf-8') as f:
+      f.write(text)
+    return
+  tf = _gfile()
+  try:
+    with tf.io.gfile.GFile(path, 'wb') as f:
+      f.write(text.encode('utf-8'))
+  except tf.errors.OpError as e:
+    raise OSError(f'{type(e).__name__}: {e.message or path}') from e
 
 
 def check_answer_map(predictions: Any, source: str, expected: str) -> None:

@@ -319,7 +319,7 @@ def load_gold(path: str) -> List[Dict[str, str]]:
   (commas, quotes and line breaks inside quotes).
 
   Args:
-    path: CSV file.
+    path: CSV file (a local path, or a `tf.io.gfile` URL such as `gs://...`).
 
   Returns:
     One dict per data row, keyed by the header columns.
@@ -328,7 +328,7 @@ def load_gold(path: str) -> List[Dict[str, str]]:
     ValueError: If the header lacks one of `GOLD_COLUMNS`.
     OSError: If the file cannot be read.
   """
-  with open(path, encoding='utf-8-sig', newline='') as f:
+  with common.open_text(path, encoding='utf-8-sig', newline='') as f:
     reader = csv.DictReader(f)
     header = reader.fieldnames or []
     missing = [c for c in GOLD_COLUMNS if c not in header]

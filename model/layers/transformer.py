@@ -109,6 +109,10 @@ class TransformerStack(keras.layers.Layer):
                               initializer_range=initializer_range)
     self.blocks = [TransformerBlock(name=f"layer_{i}", **self._block_kwargs)
                    for i in range(num_layers)]
+    # Also one attribute per block: tf.train.Checkpoint does not follow a Python list of
+    # layers under Keras 3, so without these every checkpoint silently lacked the stacks.
+    for i, block in enumerate(self.blocks):
+      setattr(self, f"layer_{i}", block)
     self.final_norm = (keras.layers.LayerNormalization(epsilon=layer_norm_epsilon,
                                                        name="final_norm")
                        if pre_layer_norm else None)
