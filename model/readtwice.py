@@ -16,7 +16,10 @@ Outputs (dict):
 * ``mlm_logits``: float ``[N, P, V]`` when the inputs hold ``masked_positions`` ``[N, P]``
   (the MLM head, tied to the token embeddings, on the second read's output).
 * with memory: ``memories`` (this replica's ``[M, H]``), ``memory_table`` / ``memory_entity_id``
-  / ``memory_mask`` (all replicas' memories, for the coreference loss) and ``coref_bias``.
+  / ``memory_mask`` (all replicas' memories, for the coreference loss), ``coref_bias`` and
+  ``memory_noop_probability`` float ``[N, L]`` (the no-op's attention weight per token, mean
+  over heads) and ``memory_readers`` int ``[N, L]`` (1 for the tokens that read memories: real
+  tokens, or with ``memory_application="entity"`` mention tokens).
 """
 
 from __future__ import annotations
@@ -159,16 +162,19 @@ class ReadTwiceModel(keras.Model):
       token_mask = None
       if self.config.memory_application == "entity":
         token_mask = mention_token_mask(inputs, tf.shape(x)[0], tf.shape(x)[1])
-      x = self.memory_attention(
+      x, noop = self.memory_attention(
           x, table["memories"], query_document=tf.cast(inputs["document_index"], tf.int32),
           memory_document=table["document"],
           query_position=tf.cast(inputs["segment_index"], tf.int32),
           memory_position=table["position"], memory_mask=table["mask"], training=training,
-          query_token_mask=token_mask)
+          query_token_mask=token_mask, return_noop_probability=True)
       x = self.second_read(x, attention_mask=input_mask, training=training)
       extra = {"memories": local["memories"], "memory_table": table["memories"],
                "memory_entity_id": table["entity_id"], "memory_mask": table["mask"],
-               "coref_bias": self.coref_bias(local["memories"])}
+               "coref_bias": self.coref_bias(local["memories"]),
+               "memory_noop_probability": noop,
+               "memory_readers": input_mask if token_mask is None
+                                 else input_mask * tf.cast(token_mask, tf.int32)}
     span = self.span_head(x)  # [N, L, 2]
     is_context = tf.equal(token_kind, records.TOKEN_KIND_CONTEXT)
     begin = tf.where(is_context, span[..., 0], NEG_LOGIT)

@@ -6,7 +6,7 @@ CLI::
       [--preset tiny|base | --model_config model.json] [--steps 1000] [--learning_rate 5e-5] \
       [--warmup_steps 0] [--end_learning_rate_fraction 0] [--optimizer adamw|lamb] \
       [--weight_decay 0.01] [--clipnorm 1.0|none] [--seed 0] [--no_shuffle] [--jit_compile] \
-      [--checkpoint_every 1000] [--max_checkpoints 3] [--log_every 1]
+      [--checkpoint_every 1000] [--max_checkpoints 3] [--log_every 1] [--steps_per_loop 1]
 
 e.g. ``--preset tiny --steps 120 --learning_rate 2e-3 --warmup_steps 10`` (the demo).  Every
 trainer flag defaults to the matching :class:`model.configs.TrainConfig` field (the values shown);
@@ -23,206 +23,58 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
-import time
 from typing import Callable, Dict, Optional
 
-import keras
 import tensorflow as tf
 
 from model import configs as configs_lib
 from model import input as input_lib
-from model import losses as losses_lib
+from model import optimization
 from model import readtwice
+from model import trainer as trainer_lib
 
-TRAIN_KEYS = readtwice.MODEL_INPUT_KEYS + ("answer_type", "supporting", "answer_begin_labels",
-                                           "answer_end_labels")
-
-
-@keras.saving.register_keras_serializable(package="readtwice")
-class WarmupLinearDecay(keras.optimizers.schedules.LearningRateSchedule):
-  """Linear warm-up to ``peak``, then linear decay to ``end_fraction * peak`` at ``total_steps``.
-
-  With ``w = warmup_steps``, ``T = total_steps``, ``e = end_fraction`` and the 0-based optimizer
-  step ``s`` (the update that ends step ``s + 1``)::
-
-    s < w:   peak * (s + 1) / w
-    s >= w:  peak * (1 - (1 - e) * min(1, (s - w) / max(T - w, 1)))
-
-  so the rate reaches ``peak`` at the last warm-up step and at ``s = w``, and (for ``w < T``)
-  ``e * peak`` at ``s = T`` (the last update, ``s = T - 1``, still uses
-  ``peak * (e + (1 - e) / (T - w))``).
-  """
-
-  def __init__(self, peak: float, total_steps: int, warmup_steps: int = 0,
-               end_fraction: float = 0.0):
-    self.peak = peak
-    self.total_steps = max(int(total_steps), 1)
-    self.warmup_steps = int(warmup_steps)
-    self.end_fraction = end_fraction
-
-  def __call__(self, step):
-    step = tf.cast(step, tf.float32)
-    warm = tf.cast(max(self.warmup_steps, 1), tf.float32)
-    total = tf.cast(self.total_steps, tf.float32)
-    up = self.peak * tf.minimum(1.0, (step + 1.0) / warm)
-    frac = tf.clip_by_value((step - self.warmup_steps) / tf.maximum(total - self.warmup_steps,
-                                                                   1.0), 0.0, 1.0)
-    down = self.peak * (1.0 - (1.0 - self.end_fraction) * frac)
-    return tf.where(step < self.warmup_steps, up, down)
-
-  def get_config(self):
-    return dict(peak=self.peak, total_steps=self.total_steps, warmup_steps=self.warmup_steps,
-                end_fraction=self.end_fraction)
+TRAIN_KEYS = readtwice.MODEL_INPUT_KEYS + trainer_lib.ANSWER_KEYS
 
 
-def make_schedule(tc: configs_lib.TrainConfig) -> WarmupLinearDecay:
-  """The learning-rate schedule of ``tc``: warm-up, then decay to ``end_learning_rate_fraction``."""
-  return WarmupLinearDecay(tc.learning_rate, tc.steps, tc.warmup_steps,
-                           end_fraction=tc.end_learning_rate_fraction)
-
-
-def decays_weight(variable) -> bool:
-  """Whether weight decay applies to ``variable`` (the BERT/RoBERTa rule).
-
-  Decayed: every matrix a layer multiplies by, i.e. Dense / attention ``kernel``s, the token and
-  position ``embeddings`` tables, and MemoryAttention's ``noop_key``.
-  Not decayed: LayerNorm ``gamma`` / ``beta`` and every bias: Dense / attention ``bias``,
-  MemoryAttention's ``relative_bias`` table (per-head bias per relative segment distance) and
-  ``noop_bias``.
-
-  Decided by the variable's own name, the last component of ``variable.path`` (Keras 3 ``name``
-  is that component too): ``gamma``, ``beta``, ``bias`` or ``*_bias`` are not decayed.  Only
-  LayerNormalization creates ``gamma`` / ``beta`` in this model.  (Keras'
-  ``exclude_from_weight_decay(var_names=...)`` regex-searches ``variable.name``, which never
-  holds the owning layer's name, so patterns like ``"norm"`` match nothing.)
-  """
-  name = variable.path.rsplit("/", 1)[-1]
-  return not (name in ("gamma", "beta", "bias") or name.endswith("_bias"))
-
-
-def make_optimizer(tc: configs_lib.TrainConfig, variables) -> keras.optimizers.Optimizer:
-  """AdamW or Lamb on :func:`make_schedule`, with weight decay only where :func:`decays_weight`.
-
-  Args:
-    tc: trainer config (``optimizer``, ``weight_decay``, ``clipnorm`` and the schedule fields).
-    variables: the variables the optimizer will train (``model.trainable_variables``); those
-      that :func:`decays_weight` rejects are excluded from weight decay.  Must be given before
-      the optimizer is built.  Both optimizers apply Keras' decoupled decay
-      ``w -= learning_rate * weight_decay * w`` (for Lamb outside the trust ratio).
-  """
-  kw = dict(learning_rate=make_schedule(tc), weight_decay=tc.weight_decay, clipnorm=tc.clipnorm)
-  opt_cls = keras.optimizers.AdamW if tc.optimizer == "adamw" else keras.optimizers.Lamb
-  opt = opt_cls(**kw)
-  opt.exclude_from_weight_decay(var_list=[v for v in variables if not decays_weight(v)])
-  return opt
+# The optimisation pieces live in model.optimization; kept importable from here.
+WarmupLinearDecay = optimization.WarmupLinearDecay
+make_schedule = optimization.make_schedule
+decays_weight = optimization.decays_weight
+make_optimizer = optimization.make_optimizer
 
 
 def config_from_manifest(records_dir: str, preset: str = "tiny", **overrides
                         ) -> configs_lib.ModelConfig:
   """A preset whose vocab size / position table fit the records' manifest."""
-  manifest = input_lib.read_manifest(records_dir)
-  kw = dict(vocab_size=int(manifest["tokenizer"]["vocab_size"]))
-  if preset.startswith("tiny"):
-    kw["max_seq_length"] = int(manifest["config"]["seq_length"])
-  kw.update(overrides)
-  return configs_lib.preset(preset, **kw)
-
-
-def _check_compatible(mc: configs_lib.ModelConfig, manifest: Dict) -> None:
-  seq_length = int(manifest["config"]["seq_length"])
-  vocab = int(manifest["tokenizer"]["vocab_size"])
-  if mc.max_seq_length < seq_length:
-    raise ValueError(f"model max_seq_length {mc.max_seq_length} < records seq_length "
-                     f"{seq_length}.")
-  if mc.vocab_size < vocab:
-    raise ValueError(f"model vocab_size {mc.vocab_size} < tokenizer vocab_size {vocab}.")
+  return trainer_lib.config_from_manifest(input_lib.read_manifest(records_dir), preset,
+                                          **overrides)
 
 
 def train(records_dir: str, model_dir: str,
           model_config: Optional[configs_lib.ModelConfig] = None,
           train_config: Optional[configs_lib.TrainConfig] = None,
           log_fn: Optional[Callable[[Dict], None]] = None) -> Dict:
-  """Trains ReadTwice on a pipeline output dir; resumes from ``model_dir``'s latest checkpoint.
+  """Trains ReadTwice's QA heads on a pipeline output dir (one device); resumes from
+  ``model_dir``'s latest checkpoint.  :mod:`model.finetune` adds strategies, dev evaluation and
+  initialisation; this is the same :class:`model.trainer.Trainer` without them.
 
   Args:
     records_dir: pipeline output dir (``manifest.json`` + record shards).
-    model_dir: where ``config.json``, checkpoints and ``tb/`` go.
+    model_dir: where ``config.json``, checkpoints, ``tb/`` and ``metrics.json`` go.
     model_config: defaults to the ``tiny`` preset fitted to the manifest.
     train_config: defaults to ``TrainConfig()``.
-    log_fn: called with each step's metrics dict (default: print one JSON line).
+    log_fn: called with each logged metrics dict (default: one JSON line per log).
 
   Returns:
-    summary dict: ``first_loss``, ``last_loss``, ``losses`` (per step), ``steps``,
-    ``checkpoint`` (path), ``model_dir``, ``seconds``.
+    summary dict (:meth:`model.trainer.Trainer.run`): ``first_loss``, ``last_loss``,
+    ``losses`` (per logged loop), ``steps``, ``checkpoint``, ``model_dir``, ``seconds``, ...
   """
   tc = train_config or configs_lib.TrainConfig()
   mc = model_config or config_from_manifest(records_dir, "tiny")
   log_fn = log_fn or (lambda d: print(json.dumps(d), flush=True))
-  manifest = input_lib.read_manifest(records_dir)
-  _check_compatible(mc, manifest)
-  keras.utils.set_random_seed(tc.seed)
-  os.makedirs(model_dir, exist_ok=True)
-  configs_lib.save_configs(model_dir, mc, tc)
-  seq_length = int(manifest["config"]["seq_length"])
-  n = int(manifest["config"]["segments_per_pack"])
-
-  model = readtwice.build_model(mc, seq_length, n)
-  optimizer = make_optimizer(tc, model.trainable_variables)
-  optimizer.build(model.trainable_variables)
-  step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
-  ckpt = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_var)
-  manager = tf.train.CheckpointManager(ckpt, model_dir, max_to_keep=tc.max_checkpoints,
-                                       checkpoint_name="ckpt")
-  if manager.latest_checkpoint:
-    ckpt.restore(manager.latest_checkpoint)
-
-  ds = input_lib.dataset_from_output_dir(records_dir, shuffle=tc.shuffle, repeat=True,
-                                         seed=tc.seed, max_mentions=readtwice.max_mentions(mc))
-  keys = TRAIN_KEYS + (readtwice.MENTION_INPUT_KEYS if readtwice.max_mentions(mc) else ())
-  ds = ds.map(lambda f: {k: f[k] for k in keys})
-  writer = tf.summary.create_file_writer(os.path.join(model_dir, "tb"))
-
-  @tf.function(jit_compile=tc.jit_compile, reduce_retracing=True)
-  def train_step(features):
-    with tf.GradientTape() as tape:
-      outputs = model(features, training=True)
-      losses = losses_lib.readtwice_losses(outputs, features,
-                                           answer_type_mode=mc.answer_type_mode)
-    grads = tape.gradient(losses["total"], model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    if "mentions_dropped" in features:  # entity mentions beyond max_memories: logged, not lost
-      losses = dict(losses, mentions_dropped=tf.cast(features["mentions_dropped"], tf.float32))
-    return losses
-
-  start = time.time()
-  history = []
-  it = iter(ds)
-  while int(step_var.numpy()) < tc.steps:
-    features = next(it)
-    lr = float(optimizer.learning_rate.numpy()) if hasattr(optimizer.learning_rate, "numpy") \
-        else float(tc.learning_rate)
-    losses = train_step(features)
-    step_var.assign_add(1)
-    step = int(step_var.numpy())
-    metrics = {"step": step, "loss": float(losses["total"]), "learning_rate": lr}
-    metrics.update({k: float(v) for k, v in losses.items() if k != "total"})
-    history.append(metrics["loss"])
-    log_fn(metrics)
-    if step % tc.log_every == 0:
-      with writer.as_default(step=step):
-        for k, v in metrics.items():
-          if k != "step":
-            tf.summary.scalar(k if k != "loss" else "loss/total", v, step=step)
-    if step % tc.checkpoint_every == 0 and step < tc.steps:
-      manager.save(checkpoint_number=step)
-  path = manager.save(checkpoint_number=int(step_var.numpy()))
-  writer.flush()
-  return {"summary": True, "first_loss": history[0] if history else None,
-          "last_loss": history[-1] if history else None, "losses": history,
-          "steps": int(step_var.numpy()), "checkpoint": path, "model_dir": model_dir,
-          "seconds": round(time.time() - start, 3)}
+  return trainer_lib.Trainer(trainer_lib.FinetuneTask(mc), [records_dir], model_dir, mc, tc,
+                             log_fn=log_fn).run()
 
 
 def load_model(model_dir: str, checkpoint: Optional[str] = None):
@@ -285,6 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
                  help="checkpoint interval (steps)")
   p.add_argument("--max_checkpoints", type=int, default=d.max_checkpoints,
                  help="checkpoints kept")
+  p.add_argument("--steps_per_loop", type=int, default=d.steps_per_loop,
+                 help="train steps per tf.function call (host round trip)")
   p.add_argument("--log_every", type=int, default=d.log_every,
                  help="TensorBoard summary interval (steps)")
   return p

@@ -123,9 +123,11 @@ class MemoryAttention(keras.layers.Layer):
     memory_mask: int ``[M]``, 1 for real memories.
     training: dropout switch.
     query_token_mask: optional int/bool ``[N, L]``; 1 = token reads memories, 0 = unchanged.
+    return_noop_probability: also return the no-op's attention probability, averaged over
+      heads (before dropout; no gradient).
 
   Returns:
-    float ``[N, L, H]``.
+    float ``[N, L, H]``; with ``return_noop_probability`` ``(that, noop float [N, L])``.
 
   Shapes may be static (XLA) or dynamic; nothing branches on tensor values, so memories all-
   gathered across replicas by :func:`gather_memories` work as they are.
@@ -233,7 +235,8 @@ class MemoryAttention(keras.layers.Layer):
     return tf.gather(order, slot), valid
 
   def call(self, hidden, memories, query_document, memory_document, query_position,
-           memory_position, memory_mask, training=False, query_token_mask=None):
+           memory_position, memory_mask, training=False, query_token_mask=None,
+           return_noop_probability=False):
     n, l = _dim(hidden, 0), _dim(hidden, 1)
     m = _dim(memories, 0)
     nh, hs = self.num_heads, self.head_size
@@ -280,6 +283,7 @@ class MemoryAttention(keras.layers.Layer):
     scores -= tf.stop_gradient(tf.reduce_max(scores, axis=-1, keepdims=True))
     weights = tf.exp(scores) * tf.cast(keep, scores.dtype)
     probs = weights / tf.reduce_sum(weights, axis=-1, keepdims=True)
+    noop_probs = probs[..., -1]  # [N, h, L]
     probs = self.dropout(probs, training=training)
 
     out = mix(probs[..., :-1])
@@ -290,6 +294,8 @@ class MemoryAttention(keras.layers.Layer):
     if query_token_mask is not None:
       update = tf.cast(query_token_mask, tf.bool)[..., None]
       result = tf.where(update, result, hidden)
+    if return_noop_probability:  # before dropout's rescaling: the attention actually computed
+      return result, tf.reduce_mean(tf.stop_gradient(noop_probs), axis=1)  # [N, L]
     return result
 
   def get_config(self):

@@ -26,6 +26,7 @@ NON_DEFAULT_FLAGS = {
     "checkpoint_every": (["--checkpoint_every", "5"], 5),
     "max_checkpoints": (["--max_checkpoints", "9"], 9),
     "log_every": (["--log_every", "4"], 4),
+    "steps_per_loop": (["--steps_per_loop", "6"], 6),
 }
 
 

@@ -1,0 +1,182 @@
+"""Command-line plumbing shared by :mod:`model.pretrain` and :mod:`model.finetune`.
+
+Flags common to both drivers, the model config a run uses (``--model_config`` JSON, else the
+config of ``--init_checkpoint``'s model dir, else ``--preset`` fitted to the records, each
+with ``--init_roberta``'s encoder shape when given), the initialisation of a fresh run, the
+strategy, and the error contract: a usage error prints the usage and one ``error:`` line
+(exit 2); unusable inputs print one ``<prog>: error: ...`` line (exit 1); no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Callable, Dict, List, Optional
+
+import tensorflow as tf
+
+from model import configs as configs_lib
+from model import trainer as trainer_lib
+
+
+def clipnorm_flag(text: str) -> Optional[float]:
+  """``--clipnorm`` value: a number, or ``none`` for no clipping."""
+  if text.strip().lower() == "none":
+    return None
+  try:
+    return float(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
+
+
+def add_common_flags(p: argparse.ArgumentParser, *, preset: str, optimizer: str,
+                     learning_rate: float) -> None:
+  """The model, initialisation, strategy, optimisation and checkpoint flags of both drivers."""
+  d = configs_lib.TrainConfig()
+  p.add_argument("--model_dir", required=True,
+                 help="config.json, checkpoints, tb/ and metrics.json go here (local or gs://); "
+                      "a run resumes from its latest checkpoint")
+  g = p.add_argument_group("model")
+  g.add_argument("--preset", default=preset, choices=sorted(configs_lib.PRESETS),
+                 help="model preset, fitted to the records' vocabulary (tiny*: seq length)")
+  g.add_argument("--model_config", default=None, help="ModelConfig JSON file (overrides "
+                 "--preset and the config of --init_checkpoint)")
+  g.add_argument("--init_checkpoint", default=None,
+                 help="initialise a fresh run from this checkpoint or model dir (weights only)")
+  g.add_argument("--init_roberta", default=None,
+                 help="initialise BERT_1 from a Hugging Face RoBERTa dir (config.json + "
+                      "model.safetensors or pytorch_model.bin [+ vocab.json])")
+  g = p.add_argument_group("distribution")
+  g.add_argument("--strategy", default="cpu", choices=trainer_lib.STRATEGIES,
+                 help="cpu: one device; mirrored: all GPUs (or logical CPUs); tpu: TPUStrategy")
+  g.add_argument("--tpu", default=None,
+                 help="TPU name for --strategy tpu ('local' on a Cloud TPU VM)")
+  g.add_argument("--steps_per_loop", type=int, default=d.steps_per_loop,
+                 help="train steps per tf.function call")
+  g.add_argument("--jit_compile", action="store_true", help="XLA-compile the replica step")
+  g = p.add_argument_group("optimisation")
+  g.add_argument("--learning_rate", type=float, default=learning_rate, help="peak learning rate")
+  g.add_argument("--warmup_fraction", type=float, default=0.1,
+                 help="linear warm-up over this fraction of the steps, then linear decay")
+  g.add_argument("--end_learning_rate_fraction", type=float, default=0.0,
+                 help="learning rate at the last step, as a fraction of the peak")
+  g.add_argument("--optimizer", default=optimizer, choices=["adamw", "lamb"])
+  g.add_argument("--weight_decay", type=float, default=d.weight_decay,
+                 help="decoupled weight decay (not on LayerNorm parameters or biases)")
+  g.add_argument("--clipnorm", type=clipnorm_flag, default=d.clipnorm,
+                 help="per-variable gradient-norm clip after the cross-replica sum; 'none'")
+  g.add_argument("--seed", type=int, default=d.seed,
+                 help="seed for initialisation, dropout, shuffling and masking")
+  g.add_argument("--no_shuffle", dest="shuffle", action="store_false",
+                 help="read packs in file order")
+  g = p.add_argument_group("checkpoints and logs")
+  g.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every,
+                 help="checkpoint interval (steps)")
+  g.add_argument("--max_checkpoints", type=int, default=d.max_checkpoints,
+                 help="checkpoints kept")
+  g.add_argument("--log_every", type=int, default=100,
+                 help="log / TensorBoard interval (steps)")
+  g.add_argument("--log_batches", action="store_true",
+                 help="log a fingerprint of every pack read (to check data order / resume)")
+
+
+def train_config(args: argparse.Namespace, steps: int) -> configs_lib.TrainConfig:
+  """The TrainConfig of the parsed flags for ``steps`` steps (ValueError on bad values)."""
+  return configs_lib.TrainConfig(
+      learning_rate=args.learning_rate, steps=steps, optimizer=args.optimizer,
+      weight_decay=args.weight_decay, warmup_steps=int(round(args.warmup_fraction * steps)),
+      end_learning_rate_fraction=args.end_learning_rate_fraction, clipnorm=args.clipnorm,
+      seed=args.seed, shuffle=args.shuffle, jit_compile=args.jit_compile,
+      checkpoint_every=args.checkpoint_every, max_checkpoints=args.max_checkpoints,
+      log_every=min(args.log_every, steps), steps_per_loop=args.steps_per_loop)
+
+
+def _checkpoint_path(path: str) -> str:
+  """A checkpoint prefix from a checkpoint prefix or a model dir (its ``best/`` is not used)."""
+  if tf.io.gfile.isdir(path):
+    latest = tf.train.latest_checkpoint(path)
+    if latest is None:
+      raise trainer_lib.TrainingError(f"--init_checkpoint {path}: no checkpoint in it")
+    return latest
+  if not tf.io.gfile.glob(path + ".index"):
+    raise trainer_lib.TrainingError(f"--init_checkpoint {path}: no such checkpoint")
+  return path
+
+
+def model_config(args: argparse.Namespace, manifest: Dict, **preset_overrides
+                 ) -> configs_lib.ModelConfig:
+  """The run's ModelConfig (see the module docstring)."""
+  if tf.io.gfile.exists(os.path.join(args.model_dir, configs_lib.CONFIG_FILE)):
+    return configs_lib.load_configs(args.model_dir)[0]  # resuming: the run's own config
+  if args.model_config:
+    with tf.io.gfile.GFile(args.model_config) as f:
+      return configs_lib.ModelConfig.from_json(f.read())
+  if args.init_checkpoint:
+    d = (args.init_checkpoint if tf.io.gfile.isdir(args.init_checkpoint)
+         else os.path.dirname(args.init_checkpoint))
+    if tf.io.gfile.exists(os.path.join(d, configs_lib.CONFIG_FILE)):
+      return configs_lib.load_configs(d)[0]
+  if args.init_roberta:
+    from model import roberta  # pylint: disable=g-import-not-at-top
+    base = trainer_lib.config_from_manifest(manifest, args.preset, **preset_overrides)
+    return roberta.config_from_hf(roberta.read_hf_config(args.init_roberta), base=base,
+                                  vocab_size=base.vocab_size)
+  return trainer_lib.config_from_manifest(manifest, args.preset, **preset_overrides)
+
+
+def init_fn(args: argparse.Namespace) -> Optional[Callable]:
+  """What a fresh run loads into its model: a checkpoint's weights or RoBERTa's."""
+  if args.init_checkpoint:
+    path = _checkpoint_path(args.init_checkpoint)
+
+    def load(model):
+      # Weights only: the optimizer slots, step and data position of that run are not ours.
+      tf.train.Checkpoint(model=model).restore(path).expect_partial()
+      print(json.dumps({"initialised_from": path}), flush=True)
+    return load
+  if args.init_roberta:
+    from model import roberta  # pylint: disable=g-import-not-at-top
+
+    def load(model):
+      report = roberta.initialize_from_roberta(model, args.init_roberta)
+      print(json.dumps({"initialised_from_roberta": args.init_roberta, **report}), flush=True)
+    return load
+  return None
+
+
+def check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+  """Usage errors shared by both drivers (exit 2 through ``p.error``)."""
+  if args.init_checkpoint and args.init_roberta:
+    p.error("--init_checkpoint and --init_roberta are alternatives; give one")
+  if args.tpu and args.strategy != "tpu":
+    p.error("--tpu needs --strategy tpu")
+  for name in ("steps_per_loop", "checkpoint_every", "max_checkpoints", "log_every"):
+    if getattr(args, name) < 1:
+      p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+  if not 0.0 <= args.warmup_fraction <= 1.0:
+    p.error(f"--warmup_fraction must be in [0, 1], got {args.warmup_fraction}")
+  if args.steps is not None and args.steps < 1:
+    p.error(f"--steps must be >= 1, got {args.steps}")
+  try:  # the remaining TrainConfig checks (learning rate, weight decay, clipnorm, ...)
+    train_config(args, args.steps or 1)
+  except ValueError as e:
+    p.error(str(e))
+
+
+def fail(prog: str, message: str) -> int:
+  print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+  return 1
+
+
+def finish(summary: Dict) -> int:
+  """Prints the final summary as the last JSON line."""
+  summary = dict(summary)
+  summary.pop("losses", None)
+  print(json.dumps(summary), flush=True)
+  return 0
+
+
+__all__: List[str] = ["add_common_flags", "train_config", "model_config", "init_fn",
+                      "check_flags", "fail", "finish"]

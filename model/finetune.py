@@ -1,0 +1,122 @@
+"""Fine-tuning on a QA task with dev evaluation by the official metrics and early stopping.
+
+CLI::
+
+  python -m model.finetune --task hotpotqa|triviaqa|narrativeqa --train_dir D --model_dir M \
+      [--dev_dir DD --dev_gold GOLD] [--init_checkpoint PRETRAINED | --init_roberta HF_DIR] \
+      [--preset ...] [--epochs 6] [--learning_rate 3e-5] [--warmup_fraction 0.1] \
+      [--optimizer adamw] [--eval_every N] [--patience 2] [--strategy cpu|mirrored|tpu] ...
+
+The paper's fine-tuning settings are the defaults: AdamW, 6 epochs, 10% linear warm-up then
+linear decay, learning rate chosen from {5e-6, 1e-5, 3e-5} on the dev set (``--learning_rate``;
+3e-5 by default), early stopping on the dev metric.  With ``--dev_dir`` (the dev split's
+pipeline output) and ``--dev_gold`` (the official dev file) the model is evaluated once per
+epoch (``--eval_every`` steps), with the same decoding as ``model.predict`` and the official
+metrics of ``model.evaluate``; the best model is kept in ``<model_dir>/best`` (predict with
+``--model_dir <model_dir>/best``), and training stops after ``--patience`` evaluations without
+improvement.  ``--init_checkpoint`` takes a pretraining model dir (its config.json gives the
+architecture) or checkpoint; a run that finds its own checkpoint in ``--model_dir`` resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import tensorflow as tf
+
+from model import driver
+from model import evaluate as evaluate_lib
+from model import predict as predict_lib
+from model import trainer as trainer_lib
+
+TASKS = ("hotpotqa", "triviaqa", "narrativeqa")
+# The dev metric that selects the best checkpoint, per task (higher is better).
+BEST_METRIC = {"hotpotqa": "f1", "triviaqa": "f1", "narrativeqa": "rouge_l"}
+PAPER_LEARNING_RATES = (5e-6, 1e-5, 3e-5)
+
+
+def dev_evaluation(task: str, dev_dir: str, dev_gold: str, reduction: str = "max",
+                   max_packs=None):
+  """``fn(model) -> metrics``: predicts ``dev_dir`` and scores it against ``dev_gold``."""
+  options = {"meteor": False} if task == "narrativeqa" else {}  # METEOR needs Java: predict it
+
+  def evaluate(model):
+    predictions = predict_lib.predict_with_model(model, dev_dir, task=task, reduction=reduction,
+                                                 max_packs=max_packs)
+    metrics = evaluate_lib.score(task, predictions, dev_gold, **options)
+    return {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
+  return evaluate
+
+
+def build_parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(prog="python -m model.finetune",
+                              description=__doc__.split("\n\n")[0],
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p.add_argument("--task", required=True, choices=TASKS)
+  p.add_argument("--train_dir", required=True, help="the train split's pipeline output dir")
+  p.add_argument("--epochs", type=float, default=6.0, help="passes over the train packs")
+  p.add_argument("--steps", type=int, default=None, help="training steps (overrides --epochs)")
+  driver.add_common_flags(p, preset="readtwice_e", optimizer="adamw", learning_rate=3e-5)
+  g = p.add_argument_group("dev evaluation and early stopping")
+  g.add_argument("--dev_dir", default=None, help="the dev split's pipeline output dir")
+  g.add_argument("--dev_gold", default=None, help="the official dev file (as model.evaluate)")
+  g.add_argument("--eval_every", type=int, default=None,
+                 help="evaluate every this many steps (default: once per epoch)")
+  g.add_argument("--patience", type=int, default=2,
+                 help="stop after this many evaluations without improvement (0: never stop)")
+  g.add_argument("--best_metric", default=None,
+                 help="dev metric that selects the best model (default: f1, NarrativeQA "
+                      "rouge_l)")
+  g.add_argument("--eval_packs", type=int, default=None,
+                 help="evaluate on the first this many dev packs (default: all)")
+  g.add_argument("--reduction", default="max", choices=["max", "sum"],
+                 help="span aggregation across segments (as model.predict)")
+  return p
+
+
+def main(argv=None) -> int:
+  p = build_parser()
+  args = p.parse_args(argv)
+  driver.check_flags(p, args)
+  if bool(args.dev_dir) != bool(args.dev_gold):
+    p.error("--dev_dir and --dev_gold go together")
+  if args.eval_every is not None and not args.dev_dir:
+    p.error("--eval_every needs --dev_dir and --dev_gold")
+  if args.steps is None and not args.epochs > 0:
+    p.error(f"--epochs must be > 0, got {args.epochs}")
+  if args.patience < 0:
+    p.error(f"--patience must be >= 0, got {args.patience}")
+  try:
+    manifests = trainer_lib.read_manifests([args.train_dir])
+    epoch = trainer_lib.packs_per_epoch(manifests)
+    if args.dev_dir:
+      trainer_lib.read_manifests([args.train_dir, args.dev_dir])
+      if not tf.io.gfile.exists(args.dev_gold):
+        raise trainer_lib.TrainingError(f"--dev_gold {args.dev_gold} does not exist")
+    steps = args.steps or max(1, int(round(args.epochs * epoch)))
+    tc = driver.train_config(args, steps)
+    mc = driver.model_config(args, manifests[0])
+  except (trainer_lib.TrainingError, ValueError, OSError) as e:
+    return driver.fail(p.prog, str(e))
+  try:
+    evaluation = None
+    if args.dev_dir:
+      evaluation = trainer_lib.EvalSpec(
+          dev_evaluation(args.task, args.dev_dir, args.dev_gold, args.reduction,
+                         args.eval_packs),
+          every=args.eval_every or max(1, epoch), best_metric=args.best_metric or
+          BEST_METRIC[args.task], patience=args.patience or None)
+    strategy = trainer_lib.make_strategy(args.strategy, args.tpu)
+    summary = trainer_lib.Trainer(trainer_lib.FinetuneTask(mc), [args.train_dir],
+                                  args.model_dir, mc, tc, strategy=strategy,
+                                  init_fn=driver.init_fn(args), evaluation=evaluation,
+                                  log_batches=args.log_batches).run()
+  except (trainer_lib.TrainingError, evaluate_lib.EvaluationError) as e:
+    return driver.fail(p.prog, str(e))
+  summary["packs_per_epoch"] = epoch
+  return driver.finish(summary)
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,140 @@
+"""Pretraining: masked LM with dynamic entity / whole-word-span masking + coreference loss.
+
+CLI::
+
+  python -m model.pretrain --records_dir D [--records_dir D2 ...] --model_dir M \
+      [--preset readtwice_e|readtwice_cls|tiny_e|...] [--steps 10000] [--optimizer lamb] \
+      [--learning_rate 5e-4] [--warmup_fraction 0.1] [--strategy cpu|mirrored|tpu --tpu NAME] \
+      [--mention_mask_rate 0.25] [--token_mask_rate 0.15] [--max_span_words 3] \
+      [--whole_entity] [--eval_records_dir H --eval_every N --eval_packs K] ...
+
+Records are the output dirs of the Wikipedia and books pipelines (local or ``gs://``; their
+manifests must agree on segment geometry and tokenizer).  Masks are drawn in the ``tf.data``
+pipeline for every pack anew (:mod:`model.masking`): 25% of entity mentions masked whole, 15%
+of the other context tokens in whole-word spans, 80/10/10 replacement, seeded, and resumed
+exactly.  LAMB, 10% linear warm-up then linear decay, no weight decay on LayerNorm parameters
+or biases.  With ``--eval_records_dir`` (held-out documents) the masked-LM loss and accuracy on
+all masked tokens and on masked entity tokens are measured every ``--eval_every`` steps and at
+the end, with fixed masks, and written to ``metrics.json`` (``final_eval``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from model import driver
+from model import masking as masking_lib
+from model import trainer as trainer_lib
+
+EVAL_SEED = 12345  # the held-out masks: one fixed draw, the same for every model compared
+
+
+def mlm_evaluation(model, records_dirs: Sequence[str], task: trainer_lib.PretrainTask,
+                   max_packs: Optional[int] = None, seed: int = EVAL_SEED) -> Dict[str, float]:
+  """Masked-LM metrics of ``model`` on ``records_dirs`` with fixed masks (one pass).
+
+  Returns ``mlm_loss``, ``mlm_accuracy`` (all masked tokens), ``mlm_entity_accuracy`` /
+  ``mlm_entity_loss`` (tokens of masked entity mentions), ``mlm_other_accuracy`` (the rest),
+  the token counts, ``memory_noop_rate`` and ``packs``.
+  """
+  manifests = trainer_lib.read_manifests(records_dirs)
+  ds = trainer_lib.records_dataset(records_dirs, manifests, shuffle=False, repeat=False,
+                                   seed=0, max_mentions=task.max_mentions)
+  if max_packs:
+    ds = ds.take(max_packs)
+  ds = task.prepare(ds, seed)
+
+  @tf.function(reduce_retracing=True)
+  def step(features):
+    outputs = model(features, training=False)
+    counts = trainer_lib.mlm_counts(outputs["mlm_logits"], features)
+    if "memory_noop_probability" in outputs:
+      readers = tf.cast(outputs["memory_readers"], tf.float32)
+      noop = tf.stack([tf.reduce_sum(outputs["memory_noop_probability"] * readers),
+                       tf.reduce_sum(readers)])
+    else:
+      noop = tf.zeros([2])
+    return tf.concat([counts, noop], 0)
+
+  totals = np.zeros(8)
+  packs = 0
+  for features in ds:
+    totals += step(features).numpy()
+    packs += 1
+  tokens, correct, ent, ent_correct, ce, ent_ce, noop, readers = totals
+  other = tokens - ent
+  return {"mlm_loss": ce / max(tokens, 1), "mlm_accuracy": correct / max(tokens, 1),
+          "mlm_entity_loss": ent_ce / max(ent, 1), "mlm_entity_accuracy": ent_correct / max(ent, 1),
+          "mlm_other_accuracy": (correct - ent_correct) / max(other, 1),
+          "masked_tokens": float(tokens), "masked_entity_tokens": float(ent),
+          "memory_noop_rate": noop / readers if readers else 0.0, "packs": float(packs)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+  p = argparse.ArgumentParser(prog="python -m model.pretrain",
+                              description=__doc__.split("\n\n")[0],
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p.add_argument("--records_dir", action="append", required=True,
+                 help="pipeline output dir; repeat the flag to train on several")
+  p.add_argument("--steps", type=int, default=10000, help="training steps (packs)")
+  driver.add_common_flags(p, preset="readtwice_e", optimizer="lamb", learning_rate=5e-4)
+  m = masking_lib.MaskingConfig(mask_token_id=0, vocab_size=1)
+  g = p.add_argument_group("masking")
+  g.add_argument("--mention_mask_rate", type=float, default=m.mention_rate,
+                 help="share of entity mentions masked whole")
+  g.add_argument("--token_mask_rate", type=float, default=m.token_rate,
+                 help="share of the other context tokens masked, in whole-word spans")
+  g.add_argument("--max_span_words", type=int, default=m.max_span_words,
+                 help="span lengths are uniform in [1, this] words")
+  g.add_argument("--whole_entity", action="store_true",
+                 help="mask every mention of the same entity in a segment together")
+  g = p.add_argument_group("held-out evaluation")
+  g.add_argument("--eval_records_dir", action="append", default=None,
+                 help="held-out pipeline output dir (repeatable)")
+  g.add_argument("--eval_every", type=int, default=None,
+                 help="evaluate every this many steps (default: only at the end)")
+  g.add_argument("--eval_packs", type=int, default=None,
+                 help="evaluate on the first this many packs (default: all)")
+  return p
+
+
+def main(argv=None) -> int:
+  p = build_parser()
+  args = p.parse_args(argv)
+  driver.check_flags(p, args)
+  if args.eval_every is not None and not args.eval_records_dir:
+    p.error("--eval_every needs --eval_records_dir")
+  tc = driver.train_config(args, args.steps)
+  try:
+    manifests = trainer_lib.read_manifests(args.records_dir)
+    if args.eval_records_dir:
+      trainer_lib.read_manifests(args.records_dir + args.eval_records_dir)
+    mc = driver.model_config(args, manifests[0])
+    masking = trainer_lib.masking_config(
+        manifests[0], mc, mention_rate=args.mention_mask_rate, token_rate=args.token_mask_rate,
+        max_span_words=args.max_span_words, whole_entity=args.whole_entity)
+  except (trainer_lib.TrainingError, ValueError, OSError) as e:  # records, configs, masking
+    return driver.fail(p.prog, str(e))
+  try:
+    task = trainer_lib.PretrainTask(mc, masking)
+    evaluation = None
+    if args.eval_records_dir:
+      def evaluate(model):
+        return mlm_evaluation(model, args.eval_records_dir, task, args.eval_packs)
+      evaluation = trainer_lib.EvalSpec(evaluate, every=args.eval_every or tc.steps)
+    strategy = trainer_lib.make_strategy(args.strategy, args.tpu)
+    summary = trainer_lib.Trainer(task, args.records_dir, args.model_dir, mc, tc,
+                                  strategy=strategy, init_fn=driver.init_fn(args),
+                                  evaluation=evaluation, log_batches=args.log_batches).run()
+  except trainer_lib.TrainingError as e:
+    return driver.fail(p.prog, str(e))
+  return driver.finish(summary)
+
+
+if __name__ == "__main__":
+  sys.exit(main())

@@ -1,0 +1,611 @@
+"""The training loop shared by pretraining and fine-tuning: strategies, tasks, checkpoints.
+
+* **Strategy** (:func:`make_strategy`): ``cpu`` (the default one-device strategy), ``mirrored``
+  (every GPU, or every logical CPU when there is no GPU) or ``tpu`` (``TPUClusterResolver`` +
+  ``TPUStrategy``; ``--tpu local`` on a TPU VM, else the TPU's name).
+* **Global batch**: one pack.  The host reads the next pack from a local ``tf.data`` iterator,
+  splits it over the replicas (:func:`model.replicas.split_pack`) and hands replica ``r`` its
+  rows; memories are all-gathered and losses normalised across replicas inside the model and
+  losses, so R replicas compute what one device computes.
+* **Loop**: ``steps_per_loop`` steps run inside one ``tf.function`` call (one host round trip).
+  Gradients are summed over replicas, then clipped (:mod:`model.optimization`).
+* **Tasks** (:class:`FinetuneTask`, :class:`PretrainTask`) choose the input features, the
+  in-pipeline preprocessing (dynamic masking) and the losses / metrics of one step.
+* **Checkpoints**: ``tf.train.CheckpointManager`` (``ckpt-<step>``, ``max_checkpoints`` kept)
+  holding the model, the optimizer, the step, the early-stopping state and the input iterator
+  (tf.data iterator checkpointing: shuffle buffers, the epoch position and the masking
+  counter), so a killed run resumes at its last checkpoint and then reads exactly the batches
+  the uninterrupted run would have read.  Every path goes through ``tf.io.gfile`` (local or
+  ``gs://``); ``config.json`` sits beside the checkpoints.
+* **Logs**: a Keras ``Progbar`` on an interactive terminal, else one JSON line per
+  ``log_every`` steps; TensorBoard scalars under ``<model_dir>/tb`` (every loss head, learning
+  rate, segments/s, memory no-op rate, MLM accuracy on all / entity tokens, evaluations);
+  ``<model_dir>/metrics.json`` and the returned summary at the end.
+* **Evaluation**: an optional ``evaluate(model) -> metrics`` callback every ``eval_every``
+  steps (and at the end); with a ``best_metric`` the best model is kept in
+  ``<model_dir>/best`` (config.json + checkpoint) and training stops after ``patience``
+  evaluations without improvement.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import os
+import sys
+import time
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import keras
+import tensorflow as tf
+
+from model import configs as configs_lib
+from model import input as input_lib
+from model import losses as losses_lib
+from model import masking as masking_lib
+from model import optimization
+from model import readtwice
+from model import replicas as replicas_lib
+
+STRATEGIES = ("cpu", "mirrored", "tpu")
+ANSWER_KEYS = ("answer_type", "supporting", "answer_begin_labels", "answer_end_labels")
+MASK_KEYS = ("masked_positions", "masked_ids", "masked_weights", "masked_is_entity")
+
+
+class TrainingError(Exception):
+  """A user-facing problem with the inputs of a run (printed as one line by the drivers)."""
+
+
+def make_strategy(name: str = "cpu", tpu: Optional[str] = None) -> tf.distribute.Strategy:
+  """The ``tf.distribute`` strategy called ``name`` (see the module docstring)."""
+  if name == "cpu":
+    return tf.distribute.get_strategy()
+  if name == "mirrored":
+    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
+    return _mirrored(tuple(d.name for d in devices))
+  if name == "tpu":
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  raise ValueError(f"strategy must be one of {STRATEGIES}, got {name!r}.")
+
+
+@functools.lru_cache(maxsize=None)
+def _mirrored(devices: Tuple[str, ...]) -> tf.distribute.MirroredStrategy:
+  """One MirroredStrategy per device set and process: two instances number their collectives
+  alike, so a second one's all-gathers would meet the first one's (shape mismatch aborts)."""
+  return tf.distribute.MirroredStrategy(list(devices))
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+
+
+def read_manifests(records_dirs: Sequence[str]) -> List[Dict]:
+  """The manifests of ``records_dirs`` (schema version checked), which must agree on the
+  segment geometry and the tokenizer."""
+  if not records_dirs:
+    raise TrainingError("no records directory given")
+  manifests = []
+  for d in records_dirs:
+    try:
+      manifests.append(input_lib.read_manifest(d))
+    except (FileNotFoundError, ValueError) as e:
+      raise TrainingError(str(e)) from None
+  first = manifests[0]
+  for d, m in zip(records_dirs[1:], manifests[1:]):
+    for what, get in (("seq_length", lambda x: x["config"]["seq_length"]),
+                      ("segments_per_pack", lambda x: x["config"]["segments_per_pack"]),
+                      ("tokenizer", lambda x: x["tokenizer"].get("fingerprint"))):
+      if get(m) != get(first):
+        raise TrainingError(f"{d} has {what} {get(m)!r} but {records_dirs[0]} has "
+                            f"{get(first)!r}; records trained together must agree")
+  return manifests
+
+
+def packs_per_epoch(manifests: Sequence[Mapping]) -> int:
+  """Packs (= steps) in one pass over the records of ``manifests``."""
+  return sum(int(m.get("examples", {}).get("packs") or
+                 sum(int(s.get("packs", s.get("records", 0))) for s in m.get("shards", [])))
+             for m in manifests)
+
+
+def records_dataset(records_dirs: Sequence[str], manifests: Sequence[Mapping], *,
+                    shuffle: bool, repeat: bool, seed: int,
+                    max_mentions: Optional[int]) -> tf.data.Dataset:
+  """Parsed packs of every shard of ``records_dirs`` (one dataset; file order shuffled too)."""
+  files = []
+  for d, m in zip(records_dirs, manifests):
+    files += input_lib.record_files(d, m)
+  cfg = manifests[0]["config"]
+  return input_lib.make_dataset(files, int(cfg["seq_length"]), int(cfg["segments_per_pack"]),
+                                shuffle=shuffle, repeat=repeat, seed=seed,
+                                max_mentions=max_mentions, compression=None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tasks
+
+
+def _noop_rate(outputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
+  """Global mean no-op attention weight over the tokens that read memories (0 without)."""
+  if "memory_noop_probability" not in outputs:
+    return tf.constant(0.0)
+  readers = tf.cast(outputs["memory_readers"], tf.float32)
+  sums = tf.stack([tf.reduce_sum(outputs["memory_noop_probability"] * readers),
+                   tf.reduce_sum(readers)])
+  sums = _all_reduce_sum(sums)
+  return sums[0] / tf.maximum(sums[1], 1.0)
+
+
+def _all_reduce_sum(x: tf.Tensor) -> tf.Tensor:
+  ctx = tf.distribute.get_replica_context()
+  if ctx is None or ctx.num_replicas_in_sync <= 1:
+    return x
+  return ctx.all_reduce(tf.distribute.ReduceOp.SUM, x)
+
+
+class Task:
+  """What one training step reads and optimises.
+
+  ``prepare(ds, seed)`` maps the parsed-pack dataset to the model's numeric input dicts;
+  ``step_metrics(outputs, features)`` returns ``(losses, stats)`` in replica context: losses
+  are this replica's share (``loss_global / R``, summed over replicas; ``total`` is
+  optimised), stats are global values (identical on every replica).  Their keys are fixed
+  (``loss_keys`` / ``stat_keys``) so a multi-step loop can accumulate them.
+  """
+
+  name = "task"
+  loss_keys: Tuple[str, ...] = ("total",)
+  stat_keys: Tuple[str, ...] = ()
+
+  def __init__(self, model_config: configs_lib.ModelConfig):
+    self.model_config = model_config
+    self.max_mentions = readtwice.max_mentions(model_config)
+    self.has_memory = bool(model_config.use_memory)
+    self.coref = self.has_memory and model_config.memory_source == "entity"
+
+  def input_keys(self) -> Tuple[str, ...]:
+    keys = readtwice.MODEL_INPUT_KEYS
+    if self.max_mentions:
+      keys += readtwice.MENTION_INPUT_KEYS
+    return keys
+
+  def memory_stat_keys(self) -> Tuple[str, ...]:
+    return ((("memory_noop_rate",) if self.has_memory else ())
+            + (("mentions_dropped",) if self.max_mentions else ())
+            + (("coref_pairs",) if self.coref else ()))
+
+  def memory_stats(self, outputs, features) -> Dict[str, tf.Tensor]:
+    """The no-op rate of memory attention and the entity mentions beyond ``max_memories``
+    (logged, not lost silently), as global values."""
+    stats = {}
+    if self.has_memory:
+      stats["memory_noop_rate"] = _noop_rate(outputs)
+    if self.max_mentions:
+      stats["mentions_dropped"] = _all_reduce_sum(
+          tf.cast(features["mentions_dropped"], tf.float32))
+    return stats
+
+  def prepare(self, ds: tf.data.Dataset, seed: int) -> tf.data.Dataset:
+    keys = self.input_keys()
+    return ds.map(lambda f: {k: f[k] for k in keys})
+
+  def step_metrics(self, outputs, features) -> Tuple[Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
+    raise NotImplementedError
+
+
+class FinetuneTask(Task):
+  """Question answering: span OR-loss, answer type and supporting heads (+ coreference with
+  entity memories), from the records' answer labels."""
+
+  name = "finetune"
+
+  def __init__(self, model_config: configs_lib.ModelConfig):
+    super().__init__(model_config)
+    self.loss_keys = (("total", "span_begin", "span_end", "answer_type", "supporting")
+                      + (("coref",) if self.coref else ()))
+    self.stat_keys = self.memory_stat_keys()
+
+  def input_keys(self):
+    return super().input_keys() + ANSWER_KEYS
+
+  def step_metrics(self, outputs, features):
+    out = losses_lib.readtwice_losses(outputs, features,
+                                      answer_type_mode=self.model_config.answer_type_mode)
+    stats = self.memory_stats(outputs, features)
+    if self.coref:
+      stats["coref_pairs"] = out["coref_pairs"]
+    return {k: out[k] for k in self.loss_keys}, stats
+
+
+class PretrainTask(Task):
+  """Masked LM with dynamic masking in the input pipeline (:mod:`model.masking`) + the
+  coreference loss on entity memories.
+
+  Masks are drawn per pack from ``(seed, running pack index)``, so every epoch masks anew and
+  a resumed run (whose iterator state includes the index) draws the same masks.
+  """
+
+  name = "pretrain"
+
+  def __init__(self, model_config: configs_lib.ModelConfig, masking: masking_lib.MaskingConfig):
+    super().__init__(model_config)
+    self.masking = masking
+    self.loss_keys = ("total", "mlm") + (("coref",) if self.coref else ())
+    self.stat_keys = (("mlm_accuracy", "mlm_entity_accuracy", "masked_tokens")
+                      + self.memory_stat_keys())
+
+  def input_keys(self):
+    return super().input_keys() + MASK_KEYS
+
+  def mask(self, ds: tf.data.Dataset, seed: int) -> tf.data.Dataset:
+    """Masks every pack of ``ds`` with the seed ``(seed, index of the pack in ds)``."""
+    config = self.masking
+    return ds.enumerate().map(
+        lambda i, f: masking_lib.mask_segments(f, config, seed, pack_index=i),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+  def prepare(self, ds, seed):
+    return super().prepare(self.mask(ds, seed), seed)
+
+  def step_metrics(self, outputs, features):
+    mlm = losses_lib.mlm_loss(outputs["mlm_logits"], features["masked_ids"],
+                              features["masked_weights"])
+    losses = {"mlm": mlm["loss"], "total": mlm["loss"]}
+    if self.coref:
+      coref = losses_lib.coref_loss(outputs["memory_table"], outputs["memory_entity_id"],
+                                    outputs["memory_mask"], outputs["coref_bias"])
+      losses["coref"] = coref["loss"]
+      losses["total"] = mlm["loss"] + coref["loss"]
+      pairs = coref["pairs"]
+    counts = _all_reduce_sum(mlm_counts(outputs["mlm_logits"], features))
+    stats = {"mlm_accuracy": mlm["accuracy"],
+             "mlm_entity_accuracy": counts[3] / tf.maximum(counts[2], 1.0),
+             "masked_tokens": mlm["weight"]}
+    stats.update(self.memory_stats(outputs, features))
+    if self.coref:
+      stats["coref_pairs"] = pairs
+    return losses, stats
+
+
+def mlm_counts(mlm_logits: tf.Tensor, features: Mapping[str, tf.Tensor]) -> tf.Tensor:
+  """float ``[6]`` (this replica's): masked tokens, correct, entity tokens, entity correct,
+  summed cross-entropy, summed cross-entropy on entity tokens."""
+  logits = tf.cast(mlm_logits, tf.float32)
+  ids = tf.cast(features["masked_ids"], tf.int32)
+  w = tf.cast(features["masked_weights"], tf.float32)
+  ent = w * tf.cast(features["masked_is_entity"], tf.float32)
+  correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), ids), tf.float32)
+  ce = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.clip_by_value(ids, 0, tf.shape(logits)[-1] - 1), logits=logits)
+  return tf.stack([tf.reduce_sum(w), tf.reduce_sum(w * correct), tf.reduce_sum(ent),
+                   tf.reduce_sum(ent * correct), tf.reduce_sum(w * ce),
+                   tf.reduce_sum(ent * ce)])
+
+
+# ---------------------------------------------------------------------------------------------
+# The trainer
+
+
+@dataclasses.dataclass
+class EvalSpec:
+  """Periodic evaluation: ``fn(model) -> metrics`` every ``every`` steps and at the end.
+
+  ``best_metric`` (a key of the metrics, higher is better) keeps the best model in
+  ``<model_dir>/best``; ``patience`` evaluations without improvement stop training early.
+  """
+  fn: Callable[[keras.Model], Dict[str, float]]
+  every: int
+  best_metric: Optional[str] = None
+  patience: Optional[int] = None
+
+
+def _distribute(strategy: tf.distribute.Strategy, pack: Dict[str, tf.Tensor]):
+  """Replica ``r``'s rows of ``pack`` as a distributed value (the pack itself on one)."""
+  r = strategy.num_replicas_in_sync
+  if r == 1:
+    return pack
+  parts = replicas_lib.split_pack(pack, r)
+  return strategy.experimental_distribute_values_from_function(
+      lambda ctx: parts[ctx.replica_id_in_sync_group])
+
+
+def _fingerprint(pack: Mapping[str, tf.Tensor]) -> tf.Tensor:
+  """int64 scalar: a fingerprint of the pack's (possibly masked) token ids, for logs."""
+  ids = tf.reshape(tf.cast(pack["token_ids"], tf.int64), [1, -1])
+  return tf.bitcast(tf.fingerprint(ids)[0], tf.int64)
+
+
+class Trainer:
+  """Runs ``train_config.steps`` steps of ``task`` on ``records_dirs`` (see module docstring).
+
+  Args:
+    task: a :class:`Task`.
+    records_dirs: pipeline output dirs (their manifests must agree; see
+      :func:`read_manifests`).
+    model_dir: checkpoints, ``config.json``, ``tb/``, ``metrics.json`` (any gfile path).
+    model_config, train_config: the configs (saved to ``config.json``).
+    strategy: a ``tf.distribute`` strategy (default: the one-device default strategy).
+    init_fn: ``fn(model)`` called once on a fresh run (not on resume), e.g. to load pretrained
+      or RoBERTa weights.
+    evaluation: optional :class:`EvalSpec`.
+    log_fn: called with each logged metrics dict (default: Progbar on a terminal, else one
+      JSON line on stdout).
+    log_batches: add the fingerprints of each logged loop's packs to the log dicts.
+  """
+
+  def __init__(self, task: Task, records_dirs: Sequence[str], model_dir: str,
+               model_config: configs_lib.ModelConfig, train_config: configs_lib.TrainConfig,
+               strategy: Optional[tf.distribute.Strategy] = None,
+               init_fn: Optional[Callable[[keras.Model], object]] = None,
+               evaluation: Optional[EvalSpec] = None,
+               log_fn: Optional[Callable[[Dict], None]] = None,
+               log_batches: bool = False):
+    self.task = task
+    self.records_dirs = list(records_dirs)
+    self.model_dir = model_dir
+    self.mc = model_config
+    self.tc = train_config
+    self.strategy = strategy or tf.distribute.get_strategy()
+    self.init_fn = init_fn
+    self.evaluation = evaluation
+    self.log_fn = log_fn
+    self.log_batches = log_batches
+    self.manifests = read_manifests(self.records_dirs)
+    cfg = self.manifests[0]["config"]
+    self.seq_length = int(cfg["seq_length"])
+    self.segments_per_pack = int(cfg["segments_per_pack"])
+    check_compatible(model_config, self.manifests[0])
+    r = self.strategy.num_replicas_in_sync
+    if self.segments_per_pack % r:
+      raise TrainingError(f"packs of {self.segments_per_pack} segments do not split over "
+                          f"{r} replicas; write records with --segments_per_pack a multiple "
+                          f"of {r}")
+
+  # -- setup ---------------------------------------------------------------------------------
+
+  def _build(self):
+    keras.utils.set_random_seed(self.tc.seed)
+    tf.io.gfile.makedirs(self.model_dir)
+    configs_lib.save_configs(self.model_dir, self.mc, self.tc)
+    r = self.strategy.num_replicas_in_sync
+    with self.strategy.scope():
+      self.model = readtwice.build_model(self.mc, self.seq_length, self.segments_per_pack // r)
+      self.optimizer = optimization.make_optimizer(self.tc, self.model.trainable_variables)
+      self.optimizer.build(self.model.trainable_variables)
+      self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+      self.best = tf.Variable(-math.inf, dtype=tf.float64, trainable=False, name="best_metric")
+      self.stale = tf.Variable(0, dtype=tf.int64, trainable=False, name="stale_evaluations")
+    ds = records_dataset(self.records_dirs, self.manifests, shuffle=self.tc.shuffle,
+                         repeat=True, seed=self.tc.seed, max_mentions=self.task.max_mentions)
+    ds = self.task.prepare(ds, self.tc.seed).prefetch(2)
+    self.iterator = iter(ds)
+    self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
+                                          step=self.step, best_metric=self.best,
+                                          stale_evaluations=self.stale, data=self.iterator)
+    self.manager = tf.train.CheckpointManager(self.checkpoint, self.model_dir,
+                                              max_to_keep=self.tc.max_checkpoints,
+                                              checkpoint_name="ckpt")
+    self.resumed_from = self.manager.latest_checkpoint
+    if self.resumed_from:
+      self.checkpoint.restore(self.resumed_from).assert_existing_objects_matched()
+    elif self.init_fn is not None:
+      self.init_fn(self.model)
+
+  def _forward(self):
+    if self.tc.jit_compile and self.strategy.num_replicas_in_sync > 1 and not isinstance(
+        self.strategy, tf.distribute.TPUStrategy):
+      return readtwice.compiled_halves(self.model)  # collectives stay outside XLA
+    return self.model
+
+  def _train_loop_fn(self):
+    model, optimizer, task, tc, strategy = (self.model, self.optimizer, self.task, self.tc,
+                                            self.strategy)
+    forward = self._forward()
+    variables = model.trainable_variables
+
+    def replica_step(features):
+      with tf.GradientTape() as tape:
+        outputs = forward(features, training=True)
+        losses, stats = task.step_metrics(outputs, features)
+      grads = tape.gradient(losses["total"], variables)
+      grads = optimization.sum_and_clip(grads, tc.clipnorm)
+      # Heads the task does not use (the MLM head when fine-tuning, the QA heads when
+      # pretraining) have no gradient; they are left out rather than warned about.
+      optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
+      return losses, stats
+
+    if tc.jit_compile and strategy.num_replicas_in_sync == 1:
+      replica_step = tf.function(replica_step, jit_compile=True, reduce_retracing=True)
+
+    keys = task.loss_keys + task.stat_keys
+
+    @tf.function
+    def train_loop(iterator, n):
+      sums = {k: tf.constant(0.0) for k in keys}
+      prints = tf.TensorArray(tf.int64, size=n)
+      for i in tf.range(n):
+        pack = next(iterator)
+        prints = prints.write(i, _fingerprint(pack))
+        losses, stats = strategy.run(replica_step, args=(_distribute(strategy, pack),))
+        losses = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
+                  for k, v in losses.items()}
+        stats = {k: strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None)
+                 for k, v in stats.items()}
+        values = dict(losses, **stats)
+        sums = {k: sums[k] + tf.cast(values[k], tf.float32) for k in keys}
+        self.step.assign_add(1)
+      return {k: v / tf.cast(n, tf.float32) for k, v in sums.items()}, prints.stack()
+
+    return train_loop
+
+  # -- logging -------------------------------------------------------------------------------
+
+  def _default_log_fn(self):
+    if sys.stdout.isatty():
+      bar = keras.utils.Progbar(self.tc.steps, stateful_metrics=["loss", "learning_rate",
+                                                                  "segments_per_second"])
+
+      def log(m):
+        bar.update(m["step"], [(k, m[k]) for k in ("loss", "learning_rate",
+                                                   "segments_per_second") if k in m])
+      return log
+    return lambda m: print(json.dumps(m), flush=True)
+
+  def _learning_rate(self) -> float:
+    lr = self.optimizer.learning_rate
+    return float(lr.numpy()) if hasattr(lr, "numpy") else float(lr)
+
+  # -- run -----------------------------------------------------------------------------------
+
+  def _next_stop(self, step: int) -> int:
+    """The next step at which the loop must return to the host."""
+    marks = [self.tc.steps, step + self.tc.steps_per_loop]
+    for every in (self.tc.checkpoint_every, self.tc.log_every,
+                  self.evaluation.every if self.evaluation else None):
+      if every:
+        marks.append((step // every + 1) * every)
+    return min(marks)
+
+  def _evaluate(self, step: int, writer) -> Optional[Dict[str, float]]:
+    ev = self.evaluation
+    metrics = {k: float(v) for k, v in ev.fn(self.model).items()
+               if isinstance(v, (int, float))}
+    with writer.as_default(step=step):
+      for k, v in metrics.items():
+        tf.summary.scalar(f"eval/{k}", v)
+    record = {"step": step, "eval": metrics}
+    if ev.best_metric:
+      if ev.best_metric not in metrics:
+        raise TrainingError(f"evaluation has no metric {ev.best_metric!r} "
+                            f"(has {sorted(metrics)})")
+      value = metrics[ev.best_metric]
+      if value > float(self.best.numpy()):
+        self.best.assign(value)
+        self.stale.assign(0)
+        best_dir = os.path.join(self.model_dir, "best")
+        tf.io.gfile.makedirs(best_dir)
+        configs_lib.save_configs(best_dir, self.mc, self.tc)
+        best = tf.train.CheckpointManager(tf.train.Checkpoint(model=self.model), best_dir,
+                                          max_to_keep=1, checkpoint_name="ckpt")
+        best.save(checkpoint_number=step)
+        record["best"] = True
+      else:
+        self.stale.assign_add(1)
+    return record
+
+  def run(self) -> Dict:
+    """Trains (or resumes) to ``train_config.steps``; returns the summary (also written to
+    ``<model_dir>/metrics.json``)."""
+    self._build()
+    log = self.log_fn or self._default_log_fn()
+    train_loop = self._train_loop_fn()
+    writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "tb"))
+    tc = self.tc
+    start_step = int(self.step.numpy())
+    history, evaluations, stopped_early = [], [], False
+    seconds = 0.0
+    segments = 0
+    while int(self.step.numpy()) < tc.steps:
+      step = int(self.step.numpy())
+      n = self._next_stop(step) - step
+      lr = self._learning_rate()
+      t0 = time.perf_counter()
+      means, prints = train_loop(self.iterator, tf.constant(n, tf.int32))
+      means = {k: float(v) for k, v in means.items()}
+      dt = time.perf_counter() - t0
+      seconds += dt
+      segments += n * self.segments_per_pack
+      step = int(self.step.numpy())
+      metrics = {"step": step, "loss": means.pop("total"), "learning_rate": lr,
+                 "segments_per_second": round(n * self.segments_per_pack / max(dt, 1e-9), 2)}
+      metrics.update(means)
+      if self.log_batches:
+        metrics["batches"] = [format(int(x) & (2**64 - 1), "016x") for x in prints.numpy()]
+      history.append(metrics)
+      if step % tc.log_every == 0 or step == tc.steps:
+        log(metrics)
+        with writer.as_default(step=step):
+          for k, v in metrics.items():
+            if isinstance(v, float) and k != "step":
+              tf.summary.scalar(_summary_name(k), v)
+      ev = self.evaluation
+      if ev and (step % ev.every == 0 or step == tc.steps):
+        record = self._evaluate(step, writer)
+        evaluations.append(record)
+        log(record)
+        if ev.patience is not None and int(self.stale.numpy()) >= ev.patience:
+          stopped_early = True
+      if step % tc.checkpoint_every == 0 or step == tc.steps or stopped_early:
+        self.manager.save(checkpoint_number=step)
+      if stopped_early:
+        break
+    writer.flush()
+    step = int(self.step.numpy())
+    summary = {
+        "summary": True, "task": self.task.name, "steps": step,
+        "resumed_from_step": start_step if self.resumed_from else None,
+        "first_loss": history[0]["loss"] if history else None,
+        "last_loss": history[-1]["loss"] if history else None,
+        "losses": [h["loss"] for h in history],
+        "last": history[-1] if history else None,
+        "evaluations": evaluations, "stopped_early": stopped_early,
+        "final_eval": evaluations[-1]["eval"] if evaluations else None,
+        "best_metric": (float(self.best.numpy()) if self.evaluation and
+                        self.evaluation.best_metric and evaluations else None),
+        "checkpoint": self.manager.latest_checkpoint, "model_dir": self.model_dir,
+        "replicas": self.strategy.num_replicas_in_sync,
+        "seconds": round(seconds, 3),
+        "segments_per_second": round(segments / seconds, 2) if seconds else None,
+    }
+    with tf.io.gfile.GFile(os.path.join(self.model_dir, "metrics.json"), "w") as f:
+      f.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
+    return summary
+
+
+def _summary_name(key: str) -> str:
+  if key == "loss":
+    return "loss/total"
+  if key in losses_lib.LOSS_KEYS:
+    return f"loss/{key}"
+  if key.startswith("mlm_"):
+    return f"mlm/{key[4:]}"
+  if key.startswith("memory_"):
+    return f"memory/{key[7:]}"
+  return key
+
+
+def check_compatible(mc: configs_lib.ModelConfig, manifest: Mapping) -> None:
+  """TrainingError unless the model's position table and vocabulary fit the records."""
+  seq_length = int(manifest["config"]["seq_length"])
+  vocab = int(manifest["tokenizer"]["vocab_size"])
+  if mc.max_seq_length < seq_length:
+    raise TrainingError(f"model max_seq_length {mc.max_seq_length} < records seq_length "
+                        f"{seq_length}")
+  if mc.vocab_size < vocab:
+    raise TrainingError(f"model vocab_size {mc.vocab_size} < tokenizer vocab_size {vocab}")
+
+
+def config_from_manifest(manifest: Mapping, preset: str = "tiny", **overrides
+                         ) -> configs_lib.ModelConfig:
+  """``preset`` fitted to the records: their vocabulary and (tiny presets) seq length."""
+  kw = dict(vocab_size=int(manifest["tokenizer"]["vocab_size"]))
+  if preset.startswith("tiny"):
+    kw["max_seq_length"] = int(manifest["config"]["seq_length"])
+  kw.update(overrides)
+  return configs_lib.preset(preset, **kw)
+
+
+def masking_config(manifest: Mapping, mc: configs_lib.ModelConfig, **overrides
+                   ) -> masking_lib.MaskingConfig:
+  """The masking of the records' tokenizer: its ``<mask>`` id and vocabulary size."""
+  special = manifest["tokenizer"].get("special_ids", {})
+  if "mask" not in special:
+    raise TrainingError("the records' manifest names no <mask> token id (tokenizer.special_ids)")
+  return masking_lib.MaskingConfig(mask_token_id=int(special["mask"]),
+                                   vocab_size=int(manifest["tokenizer"]["vocab_size"]),
+                                   **overrides)
