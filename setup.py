@@ -38,6 +38,8 @@ PIPELINE = ["apache-beam[gcp]>=2.77,<3", "tokenizers>=0.20,<0.30", "gpt3-tokeniz
 TRAINER = ["tensorflow-cpu>=2.21,<2.22", "keras>=3.15,<4", "tensorboard>=2.21,<2.22",
            # NarrativeQA METEOR: Java METEOR 1.5 as nlg-eval runs it (needs a Java runtime).
            "pycocoevalcap==1.2"]
+# Only for the RoBERTa parity test (model.roberta reads checkpoints without torch).
+ROBERTA_TEST = ["torch==2.13.0", "transformers==5.23.0"]
 
 setup(
     name="readtwice",
@@ -53,5 +55,6 @@ setup(
         "pipeline": PIPELINE,
         "trainer": TRAINER,
         "dev": PIPELINE + TRAINER + ["pytest>=8", "ruff>=0.17,<0.18"],
+        "roberta-test": ROBERTA_TEST,
     },
 )

