@@ -34,3 +34,18 @@ def test_benchmark_prints_its_figure_last(script, args):
   assert figure["value"] is not None
   # A figure's own parts that can be skipped (an API they call changed) must not be.
   assert figure.get("breakdown", "ok") == "ok", figure["breakdown"]
+
+
+@pytest.mark.parametrize("script, args", [
+    ("memory_corpus.py", ["--train_docs", "12", "--heldout_docs", "4", "--no_samples"]),
+    ("memory_use.py", ["--train_docs", "12", "--heldout_docs", "4", "--no_samples", "--seeds",
+                       "1", "--steps", "4"]),
+])
+def test_benchmark_with_an_output_dir_prints_its_figure_last(script, args, tmp_path):
+  proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script),
+                         "--out_dir", str(tmp_path / "out")] + args,
+                        cwd=REPO, capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  figure = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert {"metric", "value", "target", "unit"} <= set(figure)
+  assert figure["value"] is not None

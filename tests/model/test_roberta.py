@@ -330,3 +330,49 @@ def test_default_tokens_are_the_tokenizers():
   tokens = roberta.default_tokens()
   assert len(tokens) == 50261 and tokens[50257:] == ["<s>", "</s>", "<pad>", "<mask>"]
   assert tokens[0] == "!" and tokens[50256] == "<|endoftext|>"
+
+
+def test_pretrain_driver_starts_from_roberta(tmp_path, capsys):
+  """``model.pretrain --init_roberta``: the records' real vocabulary (GPT-2 ids + specials)
+  mapped into a RoBERTa-ordered ``vocab.json`` (``<s> <pad> </s> <unk>`` first, as RoBERTa's);
+  BERT_1 of the run's first model equals the checkpoint's encoder."""
+  from demo import synthetic_wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from model import pretrain  # pylint: disable=g-import-not-at-top
+  from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
+  from tests.pipelines.test_wikipedia_pipeline import SMALL  # pylint: disable=g-import-not-at-top
+  dump = str(tmp_path / "pages-articles.xml.bz2")
+  synth.write_dump(synth.generate_pages(6, seed=2, words_per_page=80), dump)
+  records = str(tmp_path / "records")
+  assert wikipedia.main(["--input", dump, "--output_dir", records] + SMALL) == 0
+  ours = roberta.default_tokens()  # what the pipeline's tokenizer numbers
+  specials = ["<s>", "<pad>", "</s>", "<unk>"]
+  hf_tokens = specials + [t for t in ours if t not in specials + ["<mask>"]] + ["<mask>"]
+  config = dict(HF_CONFIG, vocab_size=len(hf_tokens), max_position_embeddings=64 + 2)
+  hf = _randomise(transformers.RobertaModel(transformers.RobertaConfig(**config)), seed=5)
+  hf_dir = str(tmp_path / "hf")
+  hf.save_pretrained(hf_dir)
+  with open(os.path.join(hf_dir, "vocab.json"), "w") as f:
+    json.dump({t: i for i, t in enumerate(hf_tokens)}, f)
+  capsys.readouterr()
+  model_dir = str(tmp_path / "m")
+  assert pretrain.main(["--records_dir", records, "--model_dir", model_dir, "--init_roberta",
+                        hf_dir, "--preset", "tiny_e", "--steps", "1", "--learning_rate",
+                        "1e-12", "--log_every", "1"]) == 0
+  lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+  report = next(x for x in lines if "initialised_from_roberta" in x)
+  assert report["vocab"]["missing"] == 0
+  mc, _ = configs.load_configs(model_dir)
+  assert (mc.hidden_size, mc.num_layers_first, mc.memory_source) == (32, 2, "entity")
+  model = readtwice.build_model(mc, 64, 2)
+  tf.train.Checkpoint(model=model).restore(tf.train.latest_checkpoint(model_dir)).expect_partial()
+  index = {t: i for i, t in enumerate(hf_tokens)}
+  rng = np.random.RandomState(4)
+  our_ids = rng.randint(0, len(ours), size=[2, 64])
+  their_ids = np.vectorize(lambda i: index[ours[i]])(our_ids)
+  mask = np.ones([2, 64], np.int32)
+  # One step at a learning rate of 1e-12 leaves the weights at RoBERTa's.  (BERT_1 by hand:
+  # first_pass would also extract entity memories, which need mention inputs.)
+  x = (model.token_embedding(tf.constant(our_ids))
+       + model.position_embedding(tf.range(64))[None])
+  x = model.first_read(model.embedding_norm(x), attention_mask=tf.constant(mask))
+  assert _max_diff(x.numpy(), _hf_hidden(hf, their_ids, mask), mask) < ATOL
