@@ -57,7 +57,9 @@ def add_common_flags(p: argparse.ArgumentParser, *, preset: str, optimizer: str,
                  help="train steps per tf.function call")
   g.add_argument("--jit_compile", action="store_true", help="XLA-compile the replica step")
   g = p.add_argument_group("optimisation")
-  g.add_argument("--learning_rate", type=float, default=learning_rate, help="peak learning rate")
+  g.add_argument("--learning_rate", type=float, default=learning_rate,
+                 help="peak learning rate (fine-tuning: the paper picks one of 5e-6, 1e-5, "
+                      "3e-5 on the dev set)")
   g.add_argument("--warmup_fraction", type=float, default=0.1,
                  help="linear warm-up over this fraction of the steps, then linear decay")
   g.add_argument("--end_learning_rate_fraction", type=float, default=0.0,

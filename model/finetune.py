@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--train_dir", required=True, help="the train split's pipeline output dir")
   p.add_argument("--epochs", type=float, default=6.0, help="passes over the train packs")
   p.add_argument("--steps", type=int, default=None, help="training steps (overrides --epochs)")
-  driver.add_common_flags(p, preset="readtwice_e", optimizer="adamw", learning_rate=3e-5)
+  driver.add_common_flags(p, preset="readtwice_e", optimizer="adamw",
+                         learning_rate=PAPER_LEARNING_RATES[-1])
   g = p.add_argument_group("dev evaluation and early stopping")
   g.add_argument("--dev_dir", default=None, help="the dev split's pipeline output dir")
   g.add_argument("--dev_gold", default=None, help="the official dev file (as model.evaluate)")

@@ -144,6 +144,35 @@ def test_finetune_early_stopping(tmp_path, capsys):
   assert [e["step"] for e in summary["evaluations"]] == [5, 10, 15]
 
 
+def test_finetune_on_hotpotqa_pipeline_output(tmp_path, capsys):
+  """The user's path: official-format files -> the HotpotQA job -> model.finetune with dev
+  evaluation against the official dev file -> model.predict on the best model."""
+  from demo import synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+  from pipelines import hotpotqa  # pylint: disable=g-import-not-at-top
+  dirs = {}
+  for split, n, seed in (("train", 24, 0), ("dev", 8, 1)):
+    path = str(tmp_path / f"{split}.json")
+    with open(path, "w") as f:
+      json.dump(synthetic_hotpotqa.make_questions(n, seed=seed), f)
+    dirs[split] = str(tmp_path / f"records_{split}")
+    assert hotpotqa.main(["--input", path, "--output_dir", dirs[split], "--seq_length", "128",
+                          "--overlap", "32", "--max_question_tokens", "32",
+                          "--segments_per_pack", "8", "--max_segments_per_document", "8"]) == 0
+  capsys.readouterr()
+  model_dir = str(tmp_path / "m")
+  assert finetune.main(["--task", "hotpotqa", "--train_dir", dirs["train"], "--dev_dir",
+                        dirs["dev"], "--dev_gold", str(tmp_path / "dev.json"), "--model_dir",
+                        model_dir, "--preset", "tiny_e", "--epochs", "3", "--learning_rate",
+                        "2e-3", "--log_every", "2"]) == 0
+  summary = _json_lines(capsys.readouterr().out)[-1]
+  epoch = summary["packs_per_epoch"]
+  assert epoch >= 2 and summary["steps"] == 3 * epoch
+  assert [e["step"] for e in summary["evaluations"]] == [epoch, 2 * epoch, 3 * epoch]
+  assert all({"em", "f1", "sp_f1", "joint_f1"} <= set(e["eval"]) for e in summary["evaluations"])
+  assert summary["last_loss"] < summary["first_loss"]
+  assert tf.train.latest_checkpoint(os.path.join(model_dir, "best"))
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--task", "squad"], "invalid choice"),
     (["--task", "hotpotqa", "--strategy", "gpu"], "invalid choice"),
