@@ -104,7 +104,8 @@ def main() -> None:
   shutil.rmtree(model_dir, ignore_errors=True)  # train from scratch, not resume an old run
   lines = _run("train", ["-m", "model.train"]
                + train_flags(os.path.join(out, "records_train"), model_dir, args.steps))
-  steps = [json.loads(l) for l in lines if l.startswith("{") and '"step"' in l]
+  logged = [json.loads(l) for l in lines if l.startswith("{")]
+  steps = [d for d in logged if "step" in d and "loss" in d and not d.get("summary")]
   train_summary = _last_json(lines)
   k = max(1, len(steps) // 5)
   early = sum(s["loss"] for s in steps[:k]) / k
