@@ -44,22 +44,15 @@ Output formats: :func:`hotpotqa_predictions`, :func:`triviaqa_predictions`,
 from __future__ import annotations
 
 import dataclasses
-import gzip
-import io
-import json
 import math
-import os
 import unicodedata
-import zlib
-from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from model.evaluation import narrativeqa
 from schemas import documents as documents_lib
-from schemas import manifest as manifest_lib
 from schemas import records
-from schemas import tfrecord_io
 
 ANSWER_TYPE_TEXT = {records.ANSWER_TYPE_YES: "yes", records.ANSWER_TYPE_NO: "no"}
 REDUCTIONS = ("max", "sum")
@@ -410,60 +403,25 @@ def task_predictions(decoder: Decoder, task: str = "hotpotqa",
   return narrativeqa_predictions(decoder)
 
 
-def _document_files(records_dir: str, manifest: Optional[Mapping], gfile) -> List[str]:
-  """:func:`schemas.documents.document_files` through ``gfile``: the manifest's ``documents``
-  list, else ``documents/*.jsonl`` and ``*.jsonl.gz`` (sorted)."""
-  listed = (manifest or {}).get("documents")
-  if listed:
-    return [os.path.join(records_dir, p) for p in listed]
-  ddir = os.path.join(records_dir, documents_lib.DOCUMENTS_DIR)
-  return sorted(gfile.glob(os.path.join(ddir, "*.jsonl")) +
-                gfile.glob(os.path.join(ddir, "*.jsonl.gz")))
+class _GFiles:
+  """:class:`schemas.documents.LocalFiles`' operations through ``tf.io.gfile``."""
 
+  def __init__(self):
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    self.exists = tf.io.gfile.exists
+    self.glob = tf.io.gfile.glob
+    self._gfile = tf.io.gfile.GFile
 
-def _document_lines(raw, path: str, compression: Optional[str]) -> Iterator[str]:
-  """The text lines of the open binary ``GFile`` ``raw``, gunzipped when ``compression`` says so
-  (None: a ``.gz`` name, else the gzip magic bytes decide)."""
-  if compression is None:
-    compression = tfrecord_io.compression_of_path(path)
-    if compression is None:
-      head = raw.read(len(tfrecord_io.GZIP_MAGIC))
-      raw.seek(0)
-      compression = tfrecord_io.GZIP if head == tfrecord_io.GZIP_MAGIC else tfrecord_io.NONE
-  if compression == tfrecord_io.GZIP:  # GzipFile is readable(); a GFile is not (TextIOWrapper)
-    yield from io.TextIOWrapper(gzip.GzipFile(filename="", mode="rb", fileobj=raw),
-                                encoding="utf-8")
-  else:
-    for line in raw:
-      yield line.decode("utf-8")
+  def open(self, path: str):
+    return self._gfile(path, "rb")
 
 
 def load_documents(records_dir: str) -> Dict[str, Dict]:
-  """``{document_id: document}`` from the documents side files of ``records_dir``.
-
-  The files the manifest lists, gzip or not as its ``config.compression`` says; the same rules
-  and result as :func:`schemas.documents.load`, but every path goes through ``tf.io.gfile``
-  (local, ``gs://``, ``ram://``; TensorFlow is imported here, not at module level).
+  """``{document_id: document}`` from the documents side files of ``records_dir``:
+  :func:`schemas.documents.load` with every path through ``tf.io.gfile`` (local, ``gs://``,
+  ``ram://``; TensorFlow is imported here, not at module level).
 
   Raises:
     ValueError: A gzip side file is corrupt.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  gfile = tf.io.gfile
-  manifest = None
-  manifest_path = os.path.join(records_dir, manifest_lib.MANIFEST_FILE)
-  if gfile.exists(manifest_path):
-    with gfile.GFile(manifest_path, "rb") as f:
-      manifest = json.loads(f.read().decode("utf-8"))
-  compression = tfrecord_io.manifest_compression(manifest)
-  docs = {}
-  for path in _document_files(records_dir, manifest, gfile):
-    with gfile.GFile(path, "rb") as raw:
-      try:
-        for line in _document_lines(raw, path, compression):
-          if line.strip():
-            d = json.loads(line)
-            docs[d["document_id"]] = d
-      except (EOFError, gzip.BadGzipFile, zlib.error) as e:
-        raise ValueError(f"{path}: corrupt gzip documents file ({e}).") from e
-  return docs
+  return documents_lib.load(records_dir, fs=_GFiles())

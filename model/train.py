@@ -29,6 +29,7 @@ from typing import Callable, Dict, Optional
 import tensorflow as tf
 
 from model import configs as configs_lib
+from model import driver
 from model import input as input_lib
 from model import optimization
 from model import readtwice
@@ -91,16 +92,6 @@ def load_model(model_dir: str, checkpoint: Optional[str] = None):
   return model, mc
 
 
-def _clipnorm(text: str) -> Optional[float]:
-  """``--clipnorm`` value: a number, or ``none`` for no clipping."""
-  if text.strip().lower() == "none":
-    return None
-  try:
-    return float(text)
-  except ValueError:
-    raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
-
-
 def build_parser() -> argparse.ArgumentParser:
   """The CLI; every trainer flag's default is the matching ``TrainConfig`` field's default."""
   d = configs_lib.TrainConfig()
@@ -125,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--optimizer", default=d.optimizer, choices=["adamw", "lamb"], help="optimizer")
   p.add_argument("--weight_decay", type=float, default=d.weight_decay,
                  help="decoupled weight decay (kernels and embeddings only)")
-  p.add_argument("--clipnorm", type=_clipnorm, default=d.clipnorm,
+  p.add_argument("--clipnorm", type=driver.clipnorm_flag, default=d.clipnorm,
                  help="per-variable gradient-norm clip; 'none' disables clipping")
   p.add_argument("--seed", type=int, default=d.seed,
                  help="seed for initialisation, dropout and shuffling")

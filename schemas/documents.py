@@ -33,7 +33,7 @@ import io
 import json
 import os
 import zlib
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, Iterator, List, Mapping, Optional
 
 from schemas import manifest as manifest_lib
 from schemas import tfrecord_io
@@ -43,54 +43,79 @@ DOCUMENT_FIELDS = ("document_id", "question_id", "question", "text", "answers", 
                    "paragraphs", "source_id")
 
 
-def _read_manifest(records_dir: str) -> Optional[Dict[str, Any]]:
+class LocalFiles:
+  """The file operations :func:`load` needs, on local paths.  Any object with the same three
+  methods works (``model.decoding`` passes ``tf.io.gfile``'s, for ``gs://``)."""
+
+  exists = staticmethod(os.path.exists)
+  glob = staticmethod(glob.glob)
+
+  @staticmethod
+  def open(path: str):
+    """The file opened for binary reading."""
+    return open(path, "rb")
+
+
+LOCAL = LocalFiles()
+
+
+def _read_manifest(records_dir: str, fs=LOCAL) -> Optional[Dict[str, Any]]:
   path = os.path.join(records_dir, manifest_lib.MANIFEST_FILE)
-  if not os.path.exists(path):
+  if not fs.exists(path):
     return None
-  with open(path, encoding="utf-8") as f:
-    return json.load(f)
+  with fs.open(path) as f:
+    return json.loads(f.read().decode("utf-8"))
 
 
-def document_files(records_dir: str, manifest: Optional[Mapping[str, Any]] = None) -> List[str]:
+def document_files(records_dir: str, manifest: Optional[Mapping[str, Any]] = None,
+                   fs=LOCAL) -> List[str]:
   """The side files of ``records_dir``: the manifest's ``documents`` list when it has one, else
   ``documents/*.jsonl`` and ``documents/*.jsonl.gz`` (sorted)."""
   listed = (manifest or {}).get("documents")
   if listed:
     return [os.path.join(records_dir, p) for p in listed]
   ddir = os.path.join(records_dir, DOCUMENTS_DIR)
-  return sorted(glob.glob(os.path.join(ddir, "*.jsonl")) +
-                glob.glob(os.path.join(ddir, "*.jsonl.gz")))
+  return sorted(fs.glob(os.path.join(ddir, "*.jsonl")) +
+                fs.glob(os.path.join(ddir, "*.jsonl.gz")))
 
 
-def _text(raw, path: str, compression: Optional[str]):
-  """UTF-8 text stream over the binary file ``raw``, gunzipped when ``compression`` says so."""
-  if compression is None:  # the manifest does not say: a .gz name, else the gzip magic bytes
+def _lines(raw, path: str, compression: Optional[str]) -> Iterator[str]:
+  """The UTF-8 text lines of the binary file ``raw``, gunzipped when ``compression`` says so
+  (None, the manifest does not say: a ``.gz`` name, else the gzip magic bytes decide)."""
+  if compression is None:
     compression = tfrecord_io.compression_of_path(path)
     if compression is None:
       head = raw.read(len(tfrecord_io.GZIP_MAGIC))
       raw.seek(0)
       compression = tfrecord_io.GZIP if head == tfrecord_io.GZIP_MAGIC else tfrecord_io.NONE
-  if compression == tfrecord_io.GZIP:
-    raw = gzip.GzipFile(filename="", mode="rb", fileobj=raw)
-  return io.TextIOWrapper(raw, encoding="utf-8")
+  if compression == tfrecord_io.GZIP:  # GzipFile is readable(); a GFile is not (TextIOWrapper)
+    yield from io.TextIOWrapper(gzip.GzipFile(filename="", mode="rb", fileobj=raw),
+                                encoding="utf-8")
+  else:
+    for line in raw:
+      yield line.decode("utf-8")
 
 
-def load(records_dir: str, manifest: Optional[Mapping[str, Any]] = None) -> dict:
-  """``{document_id: document}`` from the side files of ``records_dir`` (local files).
+def load(records_dir: str, manifest: Optional[Mapping[str, Any]] = None, fs=LOCAL) -> dict:
+  """``{document_id: document}`` from the side files of ``records_dir``.
 
   The files and their compression come from ``manifest`` (default: ``<records_dir>/
   manifest.json`` if there is one): ``documents`` and ``config.compression``.  Without those
   (manifests written before them, or no manifest) ``documents/*.jsonl`` and ``*.jsonl.gz`` are
-  read, each gzip when named ``.gz`` or starting with the gzip magic bytes.
+  read, each gzip when named ``.gz`` or starting with the gzip magic bytes.  ``fs``: the file
+  operations (:class:`LocalFiles`; ``model.decoding.load_documents`` passes ``tf.io.gfile``'s).
+
+  Raises:
+    ValueError: A gzip side file is corrupt.
   """
   if manifest is None:
-    manifest = _read_manifest(records_dir)
+    manifest = _read_manifest(records_dir, fs)
   compression = tfrecord_io.manifest_compression(manifest)
   docs = {}
-  for path in document_files(records_dir, manifest):
-    with open(path, "rb") as raw, _text(raw, path, compression) as f:
+  for path in document_files(records_dir, manifest, fs):
+    with fs.open(path) as raw:
       try:
-        for line in f:
+        for line in _lines(raw, path, compression):
           if line.strip():
             d = json.loads(line)
             docs[d["document_id"]] = d
