@@ -77,6 +77,10 @@ def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentPa
   bool_flag(io, "overwrite", False,
              "replace the output of an earlier run in --output_dir (otherwise refused); "
              "--nooverwrite")
+  bool_flag(io, "wait", True,
+            "wait for the job and print its summary; --nowait submits it to a remote runner "
+            "(Dataflow) and exits, as a Flex Template launch must (the job still writes "
+            "manifest.json and COMPLETED when it succeeds; local runners always wait)")
   rec = p.add_argument_group("segments and records")
   rec.add_argument("--seq_length", type=int, default=s.seq_length,
                    help="tokens per segment, special tokens included (default: %(default)s)")
@@ -254,9 +258,11 @@ JobBuilder = Callable[[Any, List[str], str, RecordsConfig, Dict[str, Any], bool]
 def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
             config: RecordsConfig, beam_args: Optional[Sequence[str]] = None,
             overwrite: bool = False, options: Any = None,
-            outputs: Sequence[str] = ()) -> Dict[str, Any]:
+            outputs: Sequence[str] = (), wait: bool = True) -> Dict[str, Any]:
   """Runs a job to completion; returns the manifest (also written to ``output_dir``), or for
-  a dry run (``options.dry_run_file`` set) that file's JSON, with nothing else written.
+  a dry run (``options.dry_run_file`` set) that file's JSON, with nothing else written.  With
+  ``wait=False`` on a remote runner the job is only submitted: returns ``{"submitted": True,
+  "job", "dataflow_job_id", "output_dir", "writes"}``.
 
   Logs what is read and where it is written, refuses an output dir holding an earlier run's
   output (unless ``overwrite``), and after a failure deletes the temporary files (and the
@@ -292,11 +298,21 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
                 output_dir)
   p = make_pipeline(beam_args)
   build(p, [i["path"] for i in inputs], output_dir, config, header, not is_local(beam_args))
+  submit_only = not wait and not is_local(beam_args)
   try:
-    p.run().wait_until_finish()
+    result = p.run()
+    if not submit_only:
+      result.wait_until_finish()
   except BaseException:
     writer.clean_up_failed_run(output_dir, existed)
     raise
+  if submit_only:
+    job_id = result.job_id() if getattr(result, "has_job", False) else None
+    writes = dry_run_file or "manifest.json and COMPLETED"
+    LOGGER.info("submitted%s: the job writes %s to %s when it succeeds",
+                f" (Dataflow job {job_id})" if job_id else "", writes, output_dir)
+    return {"submitted": True, "job": job, "dataflow_job_id": job_id, "output_dir": output_dir,
+            "writes": writes}
   if dry_run_file:
     with FileSystems.open(FileSystems.join(output_dir, dry_run_file)) as f:
       return json.loads(f.read().decode("utf-8"))
@@ -341,7 +357,9 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
 
   def body():
     m = run_job(job, build, args.input, args.output_dir, config, beam_args, args.overwrite,
-                options, outputs)
+                options, outputs, wait=args.wait)
+    if m.get("submitted"):
+      return m
     if getattr(options, "dry_run_file", None):
       LOGGER.info("dry run: %s", ", ".join(f"{k} {v}" for k, v in sorted(m.items())
                                            if k != "dry_run"))
