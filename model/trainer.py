@@ -121,9 +121,12 @@ def records_dataset(records_dirs: Sequence[str], manifests: Sequence[Mapping], *
   for d, m in zip(records_dirs, manifests):
     files += input_lib.record_files(d, m)
   cfg = manifests[0]["config"]
-  return input_lib.make_dataset(files, int(cfg["seq_length"]), int(cfg["segments_per_pack"]),
-                                shuffle=shuffle, repeat=repeat, seed=seed,
-                                max_mentions=max_mentions, compression=None)
+  try:  # records of another major schema version (checked per file) are the user's error
+    return input_lib.make_dataset(files, int(cfg["seq_length"]), int(cfg["segments_per_pack"]),
+                                  shuffle=shuffle, repeat=repeat, seed=seed,
+                                  max_mentions=max_mentions, compression=None)
+  except input_lib.records.SchemaVersionError as e:
+    raise TrainingError(str(e)) from None
 
 
 # ---------------------------------------------------------------------------------------------

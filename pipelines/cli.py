@@ -114,6 +114,10 @@ def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentPa
                    help="gzip the record shards (.tfrecord.gz, TFRecord GZIP as tf.data reads "
                         "it) and the documents side files (.jsonl.gz); readers follow the "
                         "manifest (default: %(default)s)")
+  rec.add_argument("--max_error_fraction", type=float, default=d.max_error_fraction,
+                   help="fail the job (exit 1, no COMPLETED; manifest.json and dead_letter/ "
+                        "are still written) when more than this share of the input records "
+                        "is rejected, in [0, 1]; 1 never fails (default: %(default)s)")
   rec.add_argument("--batch_size", type=int, default=d.batch_size,
                    help="documents tokenised per encode_batch call (default: %(default)s)")
   p.add_argument("--log_level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -202,7 +206,7 @@ def records_config(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         segments_per_pack=args.segments_per_pack, num_shards=args.num_shards,
         segments_per_shard=args.segments_per_shard,
         deduplicate=args.deduplicate, batch_size=args.batch_size,
-        compression=args.compression)
+        compression=args.compression, max_error_fraction=args.max_error_fraction)
   except ValueError as e:
     parser.error(str(e))
     raise  # unreachable: parser.error exits

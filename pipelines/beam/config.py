@@ -27,6 +27,8 @@ class RecordsConfig:
   deduplicate: bool = True
   batch_size: int = 256
   compression: str = "none"  # records and documents side files: "none" or "gzip"
+  # The job fails (no COMPLETED) when more than this share of its input records is rejected.
+  max_error_fraction: float = 1.0
 
   def __post_init__(self):
     _at_least("segments_per_pack", self.segments_per_pack, 1)
@@ -35,6 +37,10 @@ class RecordsConfig:
     _at_least("batch_size", self.batch_size, 1)
     if self.compression not in tfrecord_io.COMPRESSIONS:
       raise ValueError(f"--compression must be 'none' or 'gzip', got {self.compression!r}")
+    f = self.max_error_fraction
+    if (isinstance(f, bool) or not isinstance(f, (int, float)) or f != f
+        or not 0.0 <= f <= 1.0):
+      raise ValueError(f"--max_error_fraction must be a number in [0, 1], got {f!r}")
     if self.segmenter.max_segments_per_document > self.segments_per_pack:
       raise ValueError(
           f"--max_segments_per_document={self.segmenter.max_segments_per_document} exceeds "
@@ -44,5 +50,5 @@ class RecordsConfig:
     d = dataclasses.asdict(self.segmenter)
     d.update(segments_per_pack=self.segments_per_pack, num_shards=self.num_shards,
              segments_per_shard=self.segments_per_shard, deduplicate=self.deduplicate,
-             compression=self.compression)
+             compression=self.compression, max_error_fraction=self.max_error_fraction)
     return d

@@ -177,4 +177,5 @@ class DocumentsToRecords(beam.PTransform):
                 beam.pvalue.AsList(reasons), beam.pvalue.AsList(all_shards),
                 beam.pvalue.AsSingleton(checked[LABELS]), spill_dir, self._report,
                 *([beam.pvalue.AsSingleton(inputs["report_input"])]
-                  if "report_input" in inputs else [])))
+                  if "report_input" in inputs else []),
+                max_error_fraction=cfg.max_error_fraction))

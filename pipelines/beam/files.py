@@ -19,7 +19,8 @@ from apache_beam.metrics import Metrics
 
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.progress import Progress
-from pipelines.beam.read import INPUT_COUNT, RECORDS, is_decompression_error
+from pipelines.beam.read import (INPUT_COUNT, RECORDS, is_decompression_error,
+                                 raise_if_truncated)
 from pipelines.beam.stats import STATS
 
 NAMESPACE = "readtwice.read"
@@ -41,6 +42,8 @@ class _ReadWholeFileFn(beam.DoFn):
     try:
       with FileSystems.open(path) as f:
         data = f.read(self._max_bytes + 1)
+        if len(data) <= self._max_bytes:  # read to the end
+          raise_if_truncated(f)
     except Exception as e:  # pylint: disable=broad-except
       if not is_decompression_error(e):
         raise

@@ -15,6 +15,7 @@ from schemas import manifest as manifest_schema
 from schemas import records
 from pipelines.beam import spill, writer
 from pipelines.beam.stats import split_stats
+from pipelines.errors import UserError
 
 LOGGER = logging.getLogger("pipelines")
 # Stages in pipeline order; a stage appears in ``stage_counts`` when it ran.
@@ -116,13 +117,28 @@ def build_manifest(header: Dict[str, Any], input_count: int, stats: Dict[str, An
   return m
 
 
+def check_error_fraction(counts: Dict[str, int], max_error_fraction: float,
+                         output_dir: str) -> None:
+  """Raises a UserError if ``counts`` reject more than ``max_error_fraction`` of the input."""
+  rejected, total = counts["rejected"], counts["input"]
+  if total and rejected / total > max_error_fraction:
+    raise UserError(
+        f"{rejected} of {total} input records were rejected ({rejected / total:.2%}), more "
+        f"than --max_error_fraction={max_error_fraction:g}; the job is not COMPLETED; see "
+        f"{FileSystems.join(output_dir, manifest_schema.DEAD_LETTER_DIR)}/ and "
+        f"{FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)}")
+
+
 def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
                    stats: Dict[str, Any], reasons: List[Tuple[str, int]],
                    shards: List[Dict[str, Any]], labels: Dict[str, Dict],
-                   spill_dir: str | None = None, report=None, report_input=None):
+                   spill_dir: str | None = None, report=None, report_input=None,
+                   max_error_fraction: float = 1.0):
   """FlatMap body: deletes the spill files, writes ``manifest.json``, then (when given)
   ``report(manifest, output_dir, report_input)``'s files, then ``COMPLETED``; yields the
-  manifest."""
+  manifest.  When more than ``max_error_fraction`` of the input records were rejected it
+  raises a UserError after writing the manifest (kept for diagnosis) and before the report
+  and ``COMPLETED``, so the job fails with one line and never looks complete."""
   m = build_manifest(header, input_count, stats, reasons, shards, labels)
   if spill_dir is not None:
     deleted = spill.delete(spill_dir)
@@ -130,6 +146,7 @@ def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
   text = manifest_schema.dumps(m)  # validates: raises if the counters do not reconcile
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE),
                           [text.encode("utf-8")])
+  check_error_fraction(m["counts"], max_error_fraction, output_dir)
   if report is not None:
     report(m, output_dir, report_input)
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.COMPLETED_FILE), [])

@@ -913,6 +913,15 @@ def is_decompression_error(e: Exception) -> bool:
   return isinstance(e, OSError) and "Invalid data stream" in str(e)  # bz2
 
 
+def raise_if_truncated(f) -> None:
+  """Raises EOFError if ``f`` (as ``FileSystems.open`` returns it), read to its end, is a
+  compressed file that ended inside its compressed stream: Beam's ``CompressedFile`` then
+  returns what it decoded as if it were the whole file."""
+  decompressor = getattr(f, "_decompressor", None)
+  if decompressor is not None and not getattr(decompressor, "eof", True):
+    raise EOFError("the compressed file is truncated: it ends inside its compressed stream")
+
+
 def _with_source_error(events: Iterable[Event], source: "_Source", path: str) -> Iterator[Event]:
   """``events``; if the compressed file broke off, that is one uncertain ``invalid_compression``
   dead letter: the last one, amended, if the reader's last event was the region it cut short,
