@@ -1,7 +1,23 @@
 """Test-session settings, applied before any test module imports a library."""
 
+import logging
 import os
+
+import pytest
 
 # gRPC's C core logs at INFO when a loopback server (the Cloud NL fake, Beam's own runner)
 # closes its connections ("Got goaway"): noise in the test output, not a finding.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+
+
+@pytest.fixture
+def restore_logging():
+  """Puts the root and ``pipelines`` loggers back after a test that ran a job's ``main()``
+  (which installs its own handler on the root logger)."""
+  root = logging.getLogger()
+  handlers, level = root.handlers[:], root.level
+  ours = logging.getLogger("pipelines").level
+  yield
+  root.handlers[:] = handlers
+  root.setLevel(level)
+  logging.getLogger("pipelines").setLevel(ours)

@@ -24,7 +24,6 @@ import importlib
 import importlib.util
 import io
 import json
-import logging
 import os
 import re
 import shlex
@@ -72,16 +71,7 @@ def template(job: str) -> Dict:
   return json.loads(read(make_templates.template_path(job)))
 
 
-@pytest.fixture(autouse=True)
-def restore_logging():
-  """The jobs' main() installs its own log handler on the root logger."""
-  root = logging.getLogger()
-  handlers, level = root.handlers[:], root.level
-  ours = logging.getLogger("pipelines").level
-  yield
-  root.handlers[:] = handlers
-  root.setLevel(level)
-  logging.getLogger("pipelines").setLevel(ours)
+pytestmark = pytest.mark.usefixtures("restore_logging")  # tests/conftest.py
 
 
 # --- the jobs ---------------------------------------------------------------------------------

@@ -27,15 +27,7 @@ def small_input(tmp_path):
       hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARAS) for i in range(3)])
 
 
-@pytest.fixture(autouse=True)
-def restore_logging():
-  root = logging.getLogger()
-  handlers, level = root.handlers[:], root.level
-  ours = logging.getLogger("pipelines").level
-  yield
-  root.handlers[:] = handlers
-  root.setLevel(level)
-  logging.getLogger("pipelines").setLevel(ours)
+pytestmark = pytest.mark.usefixtures("restore_logging")  # tests/conftest.py
 
 
 def run_main(argv, capsys):
