@@ -216,7 +216,9 @@ def test_killed_run_resumes_with_the_same_batches(wiki_records, tmp_path, capsys
                           + _pretrain_argv(wiki_records, run_dir, steps), cwd=REPO, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
   deadline = time.time() + 240
-  while not tf.io.gfile.glob(os.path.join(run_dir, "ckpt-*.index")):
+  # The manager's state file, written after the checkpoint's files, names it: poll that (an
+  # index file alone may belong to a checkpoint being written).
+  while tf.train.latest_checkpoint(run_dir) is None:
     assert proc.poll() is None and time.time() < deadline, "run ended before a checkpoint"
     time.sleep(0.02)
   os.kill(proc.pid, signal.SIGKILL)
