@@ -284,33 +284,67 @@ def supporting_loss(supporting_logits: tf.Tensor, features: Mapping[str, tf.Tens
   return {"loss": total / tf.maximum(count, 1.0) / rep.num_replicas, "segments": count}
 
 
-def mlm_loss(logits: tf.Tensor, masked_ids: tf.Tensor, masked_weights: tf.Tensor
-             ) -> Dict[str, tf.Tensor]:
-  """Masked-LM loss: weighted mean token cross-entropy over the whole pack.
+def mlm_token_sums(logits: tf.Tensor, masked_ids: tf.Tensor, masked_weights: tf.Tensor,
+                   masked_is_entity: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+  """This replica's weighted sums over the masked positions (one softmax over the vocabulary).
 
   Args:
-    logits: float ``[N, P, V]`` at the masked positions (``model.layers.heads.MLMHead``).
-    masked_ids: int ``[N, P]`` original token ids.
-    masked_weights: float ``[N, P]`` (0 for padding positions).
+    logits: float ``[N, P, V]``; masked_ids: int ``[N, P]``; masked_weights: float ``[N, P]``.
+    masked_is_entity: optional float ``[N, P]``, 1 at positions of masked entity mentions.
 
   Returns:
-    ``{"loss": (sum w * ce / sum w) / R (0 when sum w == 0), "accuracy": global weighted
-    accuracy of the arg-max, "weight": global sum of weights}``.
+    scalars ``weight`` (sum w), ``correct`` (sum w * [arg-max == id]), ``ce`` (sum w *
+    cross-entropy, differentiable) and, with ``masked_is_entity``, the same three over entity
+    positions: ``entity_weight``, ``entity_correct``, ``entity_ce``.
   """
-  rep = _Replicas()
   logits = tf.cast(logits, tf.float32)
   ids = tf.cast(masked_ids, tf.int32)
   w = tf.cast(masked_weights, tf.float32)
   ce = tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=tf.clip_by_value(ids, 0, tf.shape(logits)[-1] - 1), logits=logits)
   correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), ids), tf.float32)
-  total = rep.sum(tf.reduce_sum(w * ce))
-  stats = tf.reduce_sum(rep.stack(tf.stack([tf.reduce_sum(w), tf.reduce_sum(w * correct)])), 0)
+  out = {"weight": tf.reduce_sum(w), "correct": tf.reduce_sum(w * correct),
+         "ce": tf.reduce_sum(w * ce)}
+  if masked_is_entity is not None:
+    ent = w * tf.cast(masked_is_entity, tf.float32)
+    out.update(entity_weight=tf.reduce_sum(ent), entity_correct=tf.reduce_sum(ent * correct),
+               entity_ce=tf.reduce_sum(ent * ce))
+  return out
+
+
+def mlm_loss(logits: tf.Tensor, masked_ids: tf.Tensor, masked_weights: tf.Tensor,
+             masked_is_entity: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+  """Masked-LM loss: weighted mean token cross-entropy over the whole pack.
+
+  Args:
+    logits: float ``[N, P, V]`` at the masked positions (``model.layers.heads.MLMHead``).
+    masked_ids: int ``[N, P]`` original token ids.
+    masked_weights: float ``[N, P]`` (0 for padding positions).
+    masked_is_entity: optional float ``[N, P]``, 1 at positions of masked entity mentions.
+
+  Returns:
+    ``{"loss": (sum w * ce / sum w) / R (0 when sum w == 0), "accuracy": global weighted
+    accuracy of the arg-max, "weight": global sum of weights}``; with ``masked_is_entity`` also
+    ``entity_accuracy`` and ``entity_weight`` (the same over entity positions).
+  """
+  rep = _Replicas()
+  sums = mlm_token_sums(logits, masked_ids, masked_weights, masked_is_entity)
+  total = rep.sum(sums["ce"])
+  keys = ["weight", "correct"] + (["entity_weight", "entity_correct"]
+                                  if masked_is_entity is not None else [])
+  stats = tf.reduce_sum(rep.stack(tf.stack([sums[k] for k in keys])), 0)
   denom = tf.maximum(stats[0], 1e-12)
   loss = tf.where(stats[0] > 0, total / denom, 0.0)
-  return {"loss": loss / rep.num_replicas, "accuracy": tf.where(stats[0] > 0, stats[1] / denom,
-                                                                  0.0),
-          "weight": stats[0]}
+  out = {"loss": loss / rep.num_replicas,
+         "accuracy": tf.where(stats[0] > 0, stats[1] / denom, 0.0), "weight": stats[0]}
+  if masked_is_entity is not None:
+    out.update(entity_accuracy=stats[3] / tf.maximum(stats[2], 1.0), entity_weight=stats[2])
+  return out
+
+
+def cross_replica_sum(tensors):
+  """All-reduce SUM of a nest over the replicas (identity on one, or outside a strategy)."""
+  return _Replicas().sum(tensors)
 
 
 def coref_loss(memories: tf.Tensor, entity_id: tf.Tensor, mask: tf.Tensor, bias,
@@ -426,5 +460,5 @@ def reduce_replica_losses(strategy: tf.distribute.Strategy, per_replica: Mapping
 
 
 __all__: List[str] = ["ANSWER_TYPE_MODES", "LOSS_KEYS", "or_loss", "answer_type_loss",
-                      "supporting_loss", "mlm_loss", "coref_loss", "readtwice_losses",
+                      "supporting_loss", "mlm_token_sums", "mlm_loss", "cross_replica_sum", "coref_loss", "readtwice_losses",
                       "reduce_replica_losses", "segment_logsumexp"]

@@ -17,6 +17,7 @@ import keras
 import tensorflow as tf
 
 from model import configs as configs_lib
+from model import losses as losses_lib
 
 
 @keras.saving.register_keras_serializable(package="readtwice")
@@ -125,13 +126,12 @@ def sum_and_clip(grads: Sequence[Optional[tf.Tensor]], clipnorm: Optional[float]
   Call it in replica context (inside ``strategy.run``) with this replica's gradients of its
   share of the loss; ``None`` gradients stay ``None``; ``IndexedSlices`` become dense.
   """
-  ctx = tf.distribute.get_replica_context()
   # Dense: an embedding's IndexedSlices gradient all-reduced across replicas keeps one row
   # per replica for a shared index, which Keras' Adam/Lamb second moments then square row by
   # row (sum of squares, not square of the sum): updates that differ from one device's.
   present = [tf.convert_to_tensor(g) for g in grads if g is not None]
-  if ctx is not None and ctx.num_replicas_in_sync > 1 and present:
-    present = ctx.all_reduce(tf.distribute.ReduceOp.SUM, present)
+  if present:
+    present = losses_lib.cross_replica_sum(present)
   if clipnorm is not None:
     present = [tf.clip_by_norm(g, clipnorm) for g in present]
   it = iter(present)

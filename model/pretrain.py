@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from model import driver
+from model import losses as losses_lib
 from model import masking as masking_lib
 from model import trainer as trainer_lib
 
@@ -49,17 +50,14 @@ def mlm_evaluation(model, records_dirs: Sequence[str], task: trainer_lib.Pretrai
     ds = ds.take(max_packs)
   ds = task.prepare(ds, seed)
 
+  keys = ("weight", "correct", "entity_weight", "entity_correct", "ce", "entity_ce")
+
   @tf.function(reduce_retracing=True)
   def step(features):
     outputs = model(features, training=False)
-    counts = trainer_lib.mlm_counts(outputs["mlm_logits"], features)
-    if "memory_noop_probability" in outputs:
-      readers = tf.cast(outputs["memory_readers"], tf.float32)
-      noop = tf.stack([tf.reduce_sum(outputs["memory_noop_probability"] * readers),
-                       tf.reduce_sum(readers)])
-    else:
-      noop = tf.zeros([2])
-    return tf.concat([counts, noop], 0)
+    sums = losses_lib.mlm_token_sums(outputs["mlm_logits"], features["masked_ids"],
+                                     features["masked_weights"], features["masked_is_entity"])
+    return tf.concat([tf.stack([sums[k] for k in keys]), trainer_lib.noop_sums(outputs)], 0)
 
   totals = np.zeros(8)
   packs = 0

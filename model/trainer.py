@@ -133,22 +133,20 @@ def records_dataset(records_dirs: Sequence[str], manifests: Sequence[Mapping], *
 # Tasks
 
 
+def noop_sums(outputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
+  """float ``[2]`` (this replica's): the no-op attention weight summed over the tokens that
+  read memories, and their number (zeros without memory)."""
+  if "memory_noop_probability" not in outputs:
+    return tf.zeros([2])
+  readers = tf.cast(outputs["memory_readers"], tf.float32)
+  return tf.stack([tf.reduce_sum(outputs["memory_noop_probability"] * readers),
+                   tf.reduce_sum(readers)])
+
+
 def _noop_rate(outputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
   """Global mean no-op attention weight over the tokens that read memories (0 without)."""
-  if "memory_noop_probability" not in outputs:
-    return tf.constant(0.0)
-  readers = tf.cast(outputs["memory_readers"], tf.float32)
-  sums = tf.stack([tf.reduce_sum(outputs["memory_noop_probability"] * readers),
-                   tf.reduce_sum(readers)])
-  sums = _all_reduce_sum(sums)
+  sums = losses_lib.cross_replica_sum(noop_sums(outputs))
   return sums[0] / tf.maximum(sums[1], 1.0)
-
-
-def _all_reduce_sum(x: tf.Tensor) -> tf.Tensor:
-  ctx = tf.distribute.get_replica_context()
-  if ctx is None or ctx.num_replicas_in_sync <= 1:
-    return x
-  return ctx.all_reduce(tf.distribute.ReduceOp.SUM, x)
 
 
 class Task:
@@ -189,7 +187,7 @@ class Task:
     if self.has_memory:
       stats["memory_noop_rate"] = _noop_rate(outputs)
     if self.max_mentions:
-      stats["mentions_dropped"] = _all_reduce_sum(
+      stats["mentions_dropped"] = losses_lib.cross_replica_sum(
           tf.cast(features["mentions_dropped"], tf.float32))
     return stats
 
@@ -257,7 +255,7 @@ class PretrainTask(Task):
 
   def step_metrics(self, outputs, features):
     mlm = losses_lib.mlm_loss(outputs["mlm_logits"], features["masked_ids"],
-                              features["masked_weights"])
+                              features["masked_weights"], features["masked_is_entity"])
     losses = {"mlm": mlm["loss"], "total": mlm["loss"]}
     if self.coref:
       coref = losses_lib.coref_loss(outputs["memory_table"], outputs["memory_entity_id"],
@@ -265,29 +263,12 @@ class PretrainTask(Task):
       losses["coref"] = coref["loss"]
       losses["total"] = mlm["loss"] + coref["loss"]
       pairs = coref["pairs"]
-    counts = _all_reduce_sum(mlm_counts(outputs["mlm_logits"], features))
-    stats = {"mlm_accuracy": mlm["accuracy"],
-             "mlm_entity_accuracy": counts[3] / tf.maximum(counts[2], 1.0),
+    stats = {"mlm_accuracy": mlm["accuracy"], "mlm_entity_accuracy": mlm["entity_accuracy"],
              "masked_tokens": mlm["weight"]}
     stats.update(self.memory_stats(outputs, features))
     if self.coref:
       stats["coref_pairs"] = pairs
     return losses, stats
-
-
-def mlm_counts(mlm_logits: tf.Tensor, features: Mapping[str, tf.Tensor]) -> tf.Tensor:
-  """float ``[6]`` (this replica's): masked tokens, correct, entity tokens, entity correct,
-  summed cross-entropy, summed cross-entropy on entity tokens."""
-  logits = tf.cast(mlm_logits, tf.float32)
-  ids = tf.cast(features["masked_ids"], tf.int32)
-  w = tf.cast(features["masked_weights"], tf.float32)
-  ent = w * tf.cast(features["masked_is_entity"], tf.float32)
-  correct = tf.cast(tf.equal(tf.argmax(logits, -1, output_type=tf.int32), ids), tf.float32)
-  ce = tf.nn.sparse_softmax_cross_entropy_with_logits(
-      labels=tf.clip_by_value(ids, 0, tf.shape(logits)[-1] - 1), logits=logits)
-  return tf.stack([tf.reduce_sum(w), tf.reduce_sum(w * correct), tf.reduce_sum(ent),
-                   tf.reduce_sum(ent * correct), tf.reduce_sum(w * ce),
-                   tf.reduce_sum(ent * ce)])
 
 
 # ---------------------------------------------------------------------------------------------
