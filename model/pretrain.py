@@ -114,7 +114,7 @@ def main(argv=None) -> int:
       trainer_lib.read_manifests(args.records_dir + args.eval_records_dir)
     mc = driver.model_config(args, manifests[0])
     masking = trainer_lib.masking_config(
-        manifests[0], mc, mention_rate=args.mention_mask_rate, token_rate=args.token_mask_rate,
+        manifests[0], mention_rate=args.mention_mask_rate, token_rate=args.token_mask_rate,
         max_span_words=args.max_span_words, whole_entity=args.whole_entity)
   except (trainer_lib.TrainingError, ValueError, OSError) as e:  # records, configs, masking
     return driver.fail(p.prog, str(e))

@@ -35,8 +35,6 @@ from model import optimization
 from model import readtwice
 from model import trainer as trainer_lib
 
-TRAIN_KEYS = readtwice.MODEL_INPUT_KEYS + trainer_lib.ANSWER_KEYS
-
 
 # The optimisation pieces live in model.optimization; kept importable from here.
 WarmupLinearDecay = optimization.WarmupLinearDecay

@@ -584,8 +584,7 @@ def config_from_manifest(manifest: Mapping, preset: str = "tiny", **overrides
   return configs_lib.preset(preset, **kw)
 
 
-def masking_config(manifest: Mapping, mc: configs_lib.ModelConfig, **overrides
-                   ) -> masking_lib.MaskingConfig:
+def masking_config(manifest: Mapping, **overrides) -> masking_lib.MaskingConfig:
   """The masking of the records' tokenizer: its ``<mask>`` id and vocabulary size."""
   special = manifest["tokenizer"].get("special_ids", {})
   if "mask" not in special:

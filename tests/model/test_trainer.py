@@ -84,7 +84,7 @@ def test_mlm_evaluation_counts_are_a_hand_computation(wiki_records):
   """Held-out metrics equal NumPy over the model's own logits on the same fixed masks."""
   mc = trainer.config_from_manifest(trainer.read_manifests([wiki_records])[0], "tiny_e")
   task = trainer.PretrainTask(mc, trainer.masking_config(
-      trainer.read_manifests([wiki_records])[0], mc))
+      trainer.read_manifests([wiki_records])[0]))
   from model import readtwice  # pylint: disable=g-import-not-at-top
   tf.keras.utils.set_random_seed(0)
   model = readtwice.build_model(mc, 64, 8)
@@ -243,7 +243,7 @@ def _mirrored_vs_one_device(kind, records, work_dir):
   manifest = trainer.read_manifests([records])[0]
   mc = trainer.config_from_manifest(manifest, "tiny_e" if kind == "pretrain" else "tiny")
   tc = configs.TrainConfig(learning_rate=3e-3, steps=4, seed=3, clipnorm=0.05)  # clipping on
-  task = (trainer.PretrainTask(mc, trainer.masking_config(manifest, mc)) if kind == "pretrain"
+  task = (trainer.PretrainTask(mc, trainer.masking_config(manifest)) if kind == "pretrain"
           else trainer.FinetuneTask(mc))
   logs = {}
   for name in ("cpu", "mirrored"):
