@@ -13,6 +13,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.mark.parametrize("script, args", [
     ("hotpotqa_throughput.py", ["--num_questions", "30", "--pairs", "2"]),
+    ("all.py", ["--scale", "0.005", "--pairs", "1"]),
     ("pipeline_memory.py", ["--questions", "100,200"]),
     ("read_memory.py", ["--sizes_mb", "1,2"]),
     ("segment_windows.py", ["--repeats", "1", "--calls", "3"]),
@@ -22,6 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ("oracle.py", ["--words", "3000", "--questions", "6", "--repeats", "1"]),
     ("narrativeqa_memory.py", ["--words", "5000", "--questions", "3"]),
     ("model_step.py", ["--small"]),
+    ("scale_out.py", ["--sizes_mb", "0.2,0.4", "--runs", "1"]),
     ("input_pipeline.py", ["--pages", "30", "--seq_length", "128", "--segments_per_pack", "8",
                            "--max_mentions", "128", "--seconds", "1", "--repeats", "1"]),
 ])
