@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test benchmark clean
+.PHONY: demo demo-memory test benchmark clean
 
 $(STAMP): requirements.txt requirements-test.txt setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ $(STAMP): requirements.txt requirements-test.txt setup.py
 
 demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m demo.run
+
+# ReadTwice(E) vs E(SS) vs a plain encoder on generated long-range QA (~10 min on 2 cores).
+demo-memory: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/memory_gap.py --out_dir demo_output/memory_gap
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -42,6 +42,8 @@ def test_benchmark_prints_its_figure_last(script, args):
     ("memory_corpus.py", ["--train_docs", "12", "--heldout_docs", "4", "--no_samples"]),
     ("memory_use.py", ["--train_docs", "12", "--heldout_docs", "4", "--no_samples", "--seeds",
                        "1", "--steps", "4"]),
+    ("memory_gap.py", ["--train_docs", "16", "--dev_docs", "8", "--seeds", "1", "--steps", "4",
+                       "--log_every", "2", "--models", "e,e_ss"]),
 ])
 def test_benchmark_with_an_output_dir_prints_its_figure_last(script, args, tmp_path):
   proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script),

@@ -1,0 +1,367 @@
+r"""Does reading twice work?  ReadTwice(E) against its E(SS) ablation and a plain encoder on a
+generated long-range QA task that only cross-segment memory can solve.
+
+  python benchmarks/memory_gap.py [--out_dir DIR] [--models e,e_ss,plain] [--seeds 3] [--size tiny]
+      [--steps 1500] [--learning_rate 1e-3] [--train_docs 1600] [--dev_docs 200] [--segments 6]
+      [--distances 1,2,3,4] [--distractors 3] [--seq_length 128] [--segments_per_pack 24]
+      [--parallel 2] [--reuse_data]
+
+The data (``demo.long_range_qa``): each document holds M = distractors + 1 (book, author,
+birth city) triples told by "<Book> was written by <Author>." and "<Author> was born in
+<City>." in different segments; the question "Where was the author of <Book> born?" is
+prefixed to every segment.  The segment with the answer cannot tell which birth fact is asked
+for without the book fact ``distance`` segments away, so a reader of single segments is at
+chance (EM 1/M).  It goes through the real jobs (``pipelines.wikipedia`` for the entity
+vocabulary, ``pipelines.hotpotqa`` with spaCy + alias linking for the entity mentions).
+
+Then, for every model and seed, the user's commands, each in its own process:
+
+  python -m model.finetune --task hotpotqa --preset tiny_<model> --train_dir records_train \
+      --model_dir M --steps N --learning_rate LR --seed S --optimizer adamw
+  python -m model.predict --records_dir records_dev --model_dir M --output predictions.json
+  python -m model.evaluate --task hotpotqa --predictions predictions.json --gold dev.json
+
+Models: ``e`` = tiny ReadTwice(E) (entity-mention memories of all segments of a document),
+``e_ss`` = the same with each segment reading only its own memories, ``plain`` = the encoder
+and heads without memory (``tiny_roberta``), ``cls`` = ReadTwice(CLS) (one memory per
+segment).  A seed fixes the initial weights and the batch order, so E and E(SS) of one seed
+start from the same weights and see the same batches: the gap is paired per seed.
+
+Printed: the build's figures, a line per run (dev EM/F1, final training loss, memory no-op
+rate, seconds), then a table: per model dev EM and F1 (mean, sd, min/median/max over seeds),
+F1 by fact distance, beside the chance level; the learning curves (training loss every
+``--log_every`` steps, mean over seeds); and the E - E(SS) F1 gap per seed.  ``--parallel 2``
+runs two models at once with one TensorFlow thread each (tiny models use a second thread
+poorly, so two single-threaded runs finish sooner than two two-threaded ones in turn).
+
+Last line: one JSON object, the mean E - E(SS) dev F1 gap over seeds with its per-seed spread.
+Expected: E well above E(SS), E(SS) and the plain encoder near chance.  If that does not happen
+it is reported as it is: the table shows what was measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional, Sequence
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+  sys.path.insert(0, ROOT)
+
+from demo import long_range_qa  # noqa: E402
+from model.evaluation import hotpotqa as hotpot_eval  # noqa: E402
+
+PRESETS = {"e": "tiny_e", "e_ss": "tiny_e_ss", "plain": "tiny_roberta", "cls": "tiny_cls"}
+# ``--size``: overrides of the tiny presets (hidden 64, 2 heads, 1 + 1 layers).  ``small`` gives
+# the first read two layers (a mention can then carry what its neighbours matched against the
+# question: one layer to compare, one to pass it on) and twice the width.
+SIZES = {"tiny": {},
+         "small": dict(hidden_size=128, num_heads=4, intermediate_size=256, num_layers_first=2,
+                       num_layers_second=1)}
+LABELS = {"e": "ReadTwice(E)", "e_ss": "E(SS)", "plain": "plain encoder",
+          "cls": "ReadTwice(CLS)"}
+
+
+def _run(cmd: List[str], log_path: str, threads: int) -> List[str]:
+  """Runs ``cmd`` (a ``python -m`` command) in ROOT; its stdout lines; exits on failure."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
+  if threads:
+    env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS=str(threads))
+  proc = subprocess.run([sys.executable] + cmd, cwd=ROOT, env=env, capture_output=True,
+                        text=True, check=False)
+  with open(log_path, "a", encoding="utf-8") as f:
+    f.write(f"$ python {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}\n")
+  if proc.returncode:
+    sys.stderr.write(proc.stderr[-3000:])
+    raise SystemExit(f"`python {' '.join(cmd[:3])} ...` failed ({proc.returncode}); see "
+                     f"{log_path}")
+  return proc.stdout.strip().splitlines()
+
+
+def _json_lines(lines: Sequence[str]) -> List[Dict]:
+  out = []
+  for line in lines:
+    if line.startswith("{"):
+      try:
+        out.append(json.loads(line))
+      except ValueError:
+        pass
+  return out
+
+
+def scores_by_distance(predictions: Dict, docs_meta: Sequence[Dict]) -> Dict[int, Dict]:
+  """Dev EM / F1 per fact distance, with the official HotpotQA answer metrics."""
+  answers = predictions.get("answer", {})
+  groups: Dict[int, List[Dict]] = {}
+  for meta in docs_meta:
+    groups.setdefault(int(meta["distance"]), []).append(meta)
+  out = {}
+  for distance, metas in sorted(groups.items()):
+    em = f1 = 0.0
+    for meta in metas:
+      pred = answers.get(meta["id"], "")
+      em += float(hotpot_eval.exact_match_score(pred, meta["answer"]))
+      f1 += hotpot_eval.f1_score(pred, meta["answer"])[0]
+    out[distance] = {"n": len(metas), "em": em / len(metas), "f1": f1 / len(metas)}
+  return out
+
+
+def model_config_file(out_dir: str, model: str, size: str, data: Dict) -> str:
+  """The ModelConfig JSON of ``model`` at ``size``, fitted to the records' vocabulary and
+  segment length (what ``--preset`` does, plus the size's overrides)."""
+  from model import configs  # pylint: disable=g-import-not-at-top
+  with open(os.path.join(data["paths"]["records_train"], "manifest.json"),
+            encoding="utf-8") as f:
+    manifest = json.load(f)
+  config = configs.preset(PRESETS[model], vocab_size=int(manifest["tokenizer"]["vocab_size"]),
+                          max_seq_length=int(data["params"]["seq_length"]), **SIZES[size])
+  os.makedirs(out_dir, exist_ok=True)
+  path = os.path.join(out_dir, f"{model}_{size}.json")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write(config.to_json())
+  return path
+
+
+def answer_scores(predictions: Dict, docs_meta: Sequence[Dict]) -> Dict[str, float]:
+  """Official HotpotQA answer EM / F1 over ``docs_meta``'s questions."""
+  answers = predictions.get("answer", {})
+  em = sum(float(hotpot_eval.exact_match_score(answers.get(m["id"], ""), m["answer"]))
+           for m in docs_meta)
+  f1 = sum(hotpot_eval.f1_score(answers.get(m["id"], ""), m["answer"])[0] for m in docs_meta)
+  return {"em": em / len(docs_meta), "f1": f1 / len(docs_meta)}
+
+
+def own_segment_view(model_dir: str, view_dir: str) -> str:
+  """A model dir with ``model_dir``'s checkpoint (linked) whose config lets each segment read
+  only its own memories: the same weights with the other segments' memories blocked."""
+  os.makedirs(view_dir, exist_ok=True)
+  for name in os.listdir(model_dir):
+    if name == "checkpoint" or name.startswith("ckpt-"):
+      os.symlink(os.path.abspath(os.path.join(model_dir, name)), os.path.join(view_dir, name))
+  with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+    config = json.load(f)
+  config["model"]["same_segment_only"] = True
+  with open(os.path.join(view_dir, "config.json"), "w", encoding="utf-8") as f:
+    json.dump(config, f, indent=1)
+  return view_dir
+
+
+def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
+                    docs_meta: Sequence[Dict], config_path: str) -> Dict:
+  """finetune -> predict -> evaluate for one (model, seed); its figures."""
+  t0 = time.perf_counter()
+  shutil.rmtree(run_dir, ignore_errors=True)  # train from scratch, never resume an old run
+  os.makedirs(run_dir, exist_ok=True)
+  log = os.path.join(run_dir, "commands.log")
+  model_dir = os.path.join(run_dir, "model")
+  paths = data["paths"]
+  lines = _run(["-m", "model.finetune", "--task", "hotpotqa", "--model_config", config_path,
+                "--train_dir", paths["records_train"], "--model_dir", model_dir,
+                "--steps", str(args.steps), "--learning_rate", str(args.learning_rate),
+                "--warmup_fraction", "0.1", "--optimizer", "adamw", "--seed", str(seed),
+                "--log_every", str(args.log_every), "--steps_per_loop", str(args.log_every),
+                "--checkpoint_every", str(args.steps)],
+               log, args.threads)
+  logged = _json_lines(lines)
+  steps = [d for d in logged if "step" in d and "loss" in d and not d.get("summary")]
+  preds = os.path.join(run_dir, "predictions.json")
+  _run(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", model_dir,
+        "--output", preds], log, args.threads)
+  metrics = json.loads(_run(["-m", "model.evaluate", "--task", "hotpotqa", "--predictions",
+                             preds, "--gold", paths["dev"]], log, 0)[-1])
+  with open(preds, encoding="utf-8") as f:
+    by_distance = scores_by_distance(json.load(f), docs_meta)
+  noop = [d["memory_noop_rate"] for d in steps if "memory_noop_rate" in d]
+  blocked = None
+  if model in ("e", "cls"):  # do the other segments' memories change what the model answers?
+    view = own_segment_view(model_dir, os.path.join(run_dir, "own_segment_view"))
+    blocked_preds = os.path.join(run_dir, "predictions_own_segment_only.json")
+    _run(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", view,
+          "--output", blocked_preds], log, args.threads)
+    with open(preds, encoding="utf-8") as f, open(blocked_preds, encoding="utf-8") as g:
+      full, own = json.load(f)["answer"], json.load(g)
+    blocked = answer_scores(own, docs_meta)
+    blocked["changed"] = statistics.fmean(
+        float(full.get(m["id"]) != own["answer"].get(m["id"])) for m in docs_meta)
+  return {"blocked": blocked, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
+          "by_distance": by_distance,
+          "curve": [(d["step"], d["loss"]) for d in steps],
+          "final_loss": steps[-1]["loss"] if steps else None,
+          "noop_rate": statistics.fmean(noop[-3:]) if noop else None,
+          "seconds": time.perf_counter() - t0}
+
+
+def _stats(values: Sequence[float]) -> str:
+  sd = statistics.stdev(values) if len(values) > 1 else 0.0
+  return (f"{statistics.fmean(values):.3f} ± {sd:.3f} (min {min(values):.3f}, median "
+          f"{statistics.median(values):.3f}, max {max(values):.3f})")
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  d = long_range_qa.Params()
+  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap.add_argument("--out_dir", default=None,
+                  help="data, models and logs go here (default: a temporary directory, "
+                       "deleted at the end)")
+  ap.add_argument("--models", default="e,e_ss,plain",
+                  help=f"comma-separated, of: {', '.join(PRESETS)} (default: %(default)s)")
+  ap.add_argument("--size", default="tiny", choices=sorted(SIZES),
+                  help="model size: tiny presets or their 'small' overrides (default: %(default)s)")
+  ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per model")
+  ap.add_argument("--steps", type=int, default=1500, help="training steps per run (packs)")
+  ap.add_argument("--learning_rate", type=float, default=1e-3)
+  ap.add_argument("--log_every", type=int, default=250,
+                  help="log (and run in one tf.function call) this many steps")
+  ap.add_argument("--train_docs", type=int, default=1600)
+  ap.add_argument("--dev_docs", type=int, default=200)
+  ap.add_argument("--data_seed", type=int, default=0)
+  ap.add_argument("--segments", type=int, default=d.segments)
+  ap.add_argument("--distances", default=",".join(map(str, d.distances)))
+  ap.add_argument("--distractors", type=int, default=d.distractors)
+  ap.add_argument("--seq_length", type=int, default=d.seq_length)
+  ap.add_argument("--segments_per_pack", type=int, default=24,
+                  help="segments per training record (several documents)")
+  ap.add_argument("--parallel", type=int, default=2, help="runs at once")
+  ap.add_argument("--threads", type=int, default=None,
+                  help="TensorFlow threads per run (default: 1 with --parallel > 1, else all)")
+  ap.add_argument("--reuse_data", action="store_true",
+                  help="reuse the data already built under --out_dir")
+  args = ap.parse_args(argv)
+  models = [m.strip() for m in args.models.split(",") if m.strip()]
+  if not models or any(m not in PRESETS for m in models):
+    ap.error(f"--models must be among {', '.join(PRESETS)}, got {args.models!r}")
+  if args.seeds < 1 or args.steps < 1 or args.parallel < 1:
+    ap.error("--seeds, --steps and --parallel must be >= 1")
+  if args.threads is None:
+    args.threads = 1 if args.parallel > 1 else 0
+  try:
+    params = long_range_qa.Params(
+        segments=args.segments, distractors=args.distractors, seq_length=args.seq_length,
+        distances=tuple(int(x) for x in args.distances.split(",") if x.strip()))
+  except ValueError as e:
+    ap.error(str(e))
+  if args.segments_per_pack < args.segments:
+    ap.error(f"--segments_per_pack must be >= --segments ({args.segments})")
+
+  t0 = time.perf_counter()
+  tmp = None
+  out = args.out_dir
+  if out is None:
+    tmp = tempfile.TemporaryDirectory(prefix="memory_gap_")
+    out = tmp.name
+  data_dir = os.path.join(out, "data")
+  built = os.path.join(data_dir, "build.json")
+  if args.reuse_data and os.path.exists(built):
+    with open(built, encoding="utf-8") as f:
+      data = json.load(f)
+    print(f"reusing the data in {data_dir}", flush=True)
+  else:
+    data = long_range_qa.build(data_dir, args.train_docs, args.dev_docs, args.data_seed,
+                               params, segments_per_pack=args.segments_per_pack,
+                               overwrite=True)
+  dev = data["splits"]["dev"]
+  chance = dev["chance"]
+  print(f"data: {data['splits']['train']['documents']} train / {dev['documents']} dev documents "
+        f"of {args.segments} segments, {params.candidates} candidate cities each (chance EM "
+        f"{chance['em']:.3f}, F1 {chance['f1']:.3f}); fact names linked to their entity: "
+        f"{100 * dev['fact_name_mentions_linked_fraction']:.1f}%; built in "
+        f"{data['timings_s']['total']:.0f} s", flush=True)
+  with open(os.path.join(data_dir, "docs-dev.jsonl"), encoding="utf-8") as f:
+    docs_meta = [json.loads(line) for line in f if line.strip()]
+
+  config_paths = {m: model_config_file(os.path.join(out, "configs"), m, args.size, data)
+                  for m in models}
+  jobs = [(m, s) for s in range(args.seeds) for m in models]
+  results: Dict[str, List[Dict]] = {m: [] for m in models}
+  with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+    futures = {pool.submit(train_and_score, m, s, data, args,
+                           os.path.join(out, "runs", f"{m}_seed{s}"), docs_meta,
+                           config_paths[m]): (m, s)
+               for m, s in jobs}
+    for fut in concurrent.futures.as_completed(futures):
+      r = fut.result()
+      results[r["model"]].append(r)
+      noop = "" if r["noop_rate"] is None else f"  no-op {r['noop_rate']:.3f}"
+      if r["blocked"]:
+        noop += (f"  (other segments' memories blocked: F1 {r['blocked']['f1']:.3f}, "
+                 f"{100 * r['blocked']['changed']:.0f}% of answers change)")
+      print(f"{LABELS[r['model']]:15s} seed {r['seed']}: dev EM {r['em']:.3f} F1 {r['f1']:.3f}  "
+            f"final loss {r['final_loss']:.3f}{noop}  ({r['seconds']:.0f} s)", flush=True)
+  for m in models:
+    results[m].sort(key=lambda r: r["seed"])
+
+  distances = sorted({int(x["distance"]) for x in docs_meta})
+  print(f"\ndev, {dev['documents']} documents, {args.seeds} seed(s), {args.steps} steps each "
+        f"(mean ± sd, min / median / max over seeds)")
+  print(f"{'model':15s} {'EM':44s} {'F1':44s} F1 by distance "
+        + " ".join(f"{x:>5d}" for x in distances))
+  print(f"{'chance':15s} {chance['em']:<44.3f} {chance['f1']:<44.3f} "
+        + " " * 15 + " ".join(f"{chance['f1']:5.3f}" for _ in distances))
+  for m in models:
+    rs = results[m]
+    per_d = [statistics.fmean(r["by_distance"][x]["f1"] for r in rs) for x in distances]
+    print(f"{LABELS[m]:15s} {_stats([r['em'] for r in rs]):44s} "
+          f"{_stats([r['f1'] for r in rs]):44s} " + " " * 15
+          + " ".join(f"{v:5.3f}" for v in per_d))
+  print("\ntraining loss (mean over seeds) by step:")
+  for m in models:
+    curves = [r["curve"] for r in results[m] if r["curve"]]
+    if curves:
+      n = min(len(c) for c in curves)
+      print(f"  {LABELS[m]:15s} " + "  ".join(
+          f"{curves[0][i][0]}: {statistics.fmean(c[i][1] for c in curves):.3f}"
+          for i in range(n)))
+    noops = [r["noop_rate"] for r in results[m] if r["noop_rate"] is not None]
+    if noops:
+      print(f"  {'':15s} memory no-op rate at the end: {_stats(noops)}")
+    blocked = [r["blocked"] for r in results[m] if r["blocked"]]
+    if blocked:
+      print(f"  {'':15s} the same weights with other segments' memories blocked: dev F1 "
+            f"{_stats([b['f1'] for b in blocked])}; answers that change: "
+            f"{_stats([b['changed'] for b in blocked])}")
+
+  figure = {"metric": "readtwice_e_minus_e_ss_dev_f1", "target": 0.1, "unit": "F1",
+            "chance": {"em": round(chance["em"], 4), "f1": round(chance["f1"], 4)},
+            "models": {m: {"em_mean": round(statistics.fmean(r["em"] for r in results[m]), 4),
+                           "f1_mean": round(statistics.fmean(r["f1"] for r in results[m]), 4),
+                           "f1": [round(r["f1"], 4) for r in results[m]],
+                           "noop_rate": [r["noop_rate"] and round(r["noop_rate"], 4)
+                                         for r in results[m]],
+                           "f1_other_segments_blocked": [
+                               round(r["blocked"]["f1"], 4) for r in results[m]
+                               if r["blocked"]]} for m in models},
+            "seeds": args.seeds, "steps": args.steps, "size": args.size,
+            "seconds": round(time.perf_counter() - t0, 1)}
+  if "e" in results and "e_ss" in results:
+    gaps = [a["f1"] - b["f1"] for a, b in zip(results["e"], results["e_ss"])]
+    per_d = {str(x): round(statistics.fmean(
+        a["by_distance"][x]["f1"] - b["by_distance"][x]["f1"]
+        for a, b in zip(results["e"], results["e_ss"])), 4) for x in distances}
+    print(f"\nE - E(SS) dev F1 per seed: {', '.join(f'{g:+.3f}' for g in gaps)}; by distance: "
+          + ", ".join(f"{k}: {v:+.3f}" for k, v in per_d.items()))
+    figure.update(value=round(statistics.fmean(gaps), 4),
+                  min=round(min(gaps), 4), median=round(statistics.median(gaps), 4),
+                  max=round(max(gaps), 4),
+                  sd=round(statistics.stdev(gaps), 4) if len(gaps) > 1 else 0.0,
+                  gap_by_distance=per_d)
+  else:
+    figure["value"] = None
+    figure["note"] = "--models lacks e or e_ss: no gap"
+  print(f"total {time.perf_counter() - t0:.0f} s", flush=True)
+  print(json.dumps(figure))
+  if tmp is not None:
+    tmp.cleanup()
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
