@@ -140,6 +140,21 @@ def answer_scores(predictions: Dict, docs_meta: Sequence[Dict]) -> Dict[str, flo
   return {"em": em / len(docs_meta), "f1": f1 / len(docs_meta)}
 
 
+def candidate_choice(predictions: Dict, docs_meta: Sequence[Dict]) -> Dict[str, float]:
+  """How often the answer is exactly one of the document's M candidate cities (the skill any
+  reader can learn), and how often that candidate is the right one (1/M without the other
+  segment's fact)."""
+  answers = predictions.get("answer", {})
+  norm = hotpot_eval.normalize_answer
+  picked = right = 0
+  for m in docs_meta:
+    pred = norm(answers.get(m["id"], ""))
+    if pred in {norm(c) for c in m["candidates"]}:
+      picked += 1
+      right += pred == norm(m["answer"])
+  return {"candidate": picked / len(docs_meta), "right_of_candidate": right / max(picked, 1)}
+
+
 def own_segment_view(model_dir: str, view_dir: str) -> str:
   """A model dir with ``model_dir``'s checkpoint (linked) whose config lets each segment read
   only its own memories: the same weights with the other segments' memories blocked."""
@@ -179,7 +194,9 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   metrics = json.loads(_run(["-m", "model.evaluate", "--task", "hotpotqa", "--predictions",
                              preds, "--gold", paths["dev"]], log, 0)[-1])
   with open(preds, encoding="utf-8") as f:
-    by_distance = scores_by_distance(json.load(f), docs_meta)
+    predictions = json.load(f)
+  by_distance = scores_by_distance(predictions, docs_meta)
+  choice = candidate_choice(predictions, docs_meta)
   noop = [d["memory_noop_rate"] for d in steps if "memory_noop_rate" in d]
   blocked = None
   if model in ("e", "cls"):  # do the other segments' memories change what the model answers?
@@ -192,7 +209,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
     blocked = answer_scores(own, docs_meta)
     blocked["changed"] = statistics.fmean(
         float(full.get(m["id"]) != own["answer"].get(m["id"])) for m in docs_meta)
-  return {"blocked": blocked, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
+  return {"blocked": blocked, "choice": choice, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
           "by_distance": by_distance,
           "curve": [(d["step"], d["loss"]) for d in steps],
           "final_loss": steps[-1]["loss"] if steps else None,
@@ -295,6 +312,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         noop += (f"  (other segments' memories blocked: F1 {r['blocked']['f1']:.3f}, "
                  f"{100 * r['blocked']['changed']:.0f}% of answers change)")
       print(f"{LABELS[r['model']]:15s} seed {r['seed']}: dev EM {r['em']:.3f} F1 {r['f1']:.3f}  "
+            f"answers a candidate city {100 * r['choice']['candidate']:.0f}%, the right one "
+            f"{100 * r['choice']['right_of_candidate']:.0f}% of those  "
             f"final loss {r['final_loss']:.3f}{noop}  ({r['seconds']:.0f} s)", flush=True)
   for m in models:
     results[m].sort(key=lambda r: r["seed"])
@@ -312,6 +331,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"{LABELS[m]:15s} {_stats([r['em'] for r in rs]):44s} "
           f"{_stats([r['f1'] for r in rs]):44s} " + " " * 15
           + " ".join(f"{v:5.3f}" for v in per_d))
+  print(f"\n{'':15s} answers a candidate city / right among those (chance "
+        f"{1 / params.candidates:.3f}):")
+  for m in models:
+    rs = results[m]
+    print(f"{LABELS[m]:15s} {_stats([r['choice']['candidate'] for r in rs]):44s} "
+          f"{_stats([r['choice']['right_of_candidate'] for r in rs])}")
   print("\ntraining loss (mean over seeds) by step:")
   for m in models:
     curves = [r["curve"] for r in results[m] if r["curve"]]
@@ -334,6 +359,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "models": {m: {"em_mean": round(statistics.fmean(r["em"] for r in results[m]), 4),
                            "f1_mean": round(statistics.fmean(r["f1"] for r in results[m]), 4),
                            "f1": [round(r["f1"], 4) for r in results[m]],
+                           "right_of_candidate": [round(r["choice"]["right_of_candidate"], 4)
+                                                  for r in results[m]],
                            "noop_rate": [r["noop_rate"] and round(r["noop_rate"], 4)
                                          for r in results[m]],
                            "f1_other_segments_blocked": [
