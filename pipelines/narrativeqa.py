@@ -20,7 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from pipelines import cli, keys
-from pipelines.beam import annotate
+from pipelines.beam import annotate, read
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -114,17 +114,39 @@ def options_from_args(args) -> NarrativeQAOptions:
       annotation=annotate.config_from_args(args))
 
 
-def _open_text(path: str):
-  return io.TextIOWrapper(FileSystems.open(path), encoding="utf-8-sig", errors="replace",
-                          newline="")
+class _RawReader(io.RawIOBase):
+  """A readable raw stream over what ``FileSystems.open`` returns (Beam's ``CompressedFile``
+  for ``.gz`` / ``.bz2`` lacks parts of the io interface ``TextIOWrapper`` needs)."""
+
+  def __init__(self, f):
+    super().__init__()
+    self._f = f
+
+  def readable(self) -> bool:
+    return True
+
+  def readinto(self, buffer) -> int:
+    data = self._f.read(len(buffer))
+    buffer[:len(data)] = data
+    return len(data)
+
+  def close(self) -> None:
+    self._f.close()
+    super().close()
 
 
-def read_csv(path: str, columns: Sequence[str]) -> Iterable[Tuple[int, Dict[str, str]]]:
+def read_csv(path: str, columns: Sequence[str], truncated_is_bad_input: bool = False
+             ) -> Iterable[Tuple[int, Dict[str, str]]]:
   """``(line, row)`` of a CSV file (local or gs://, decompressed by extension), checking that
   it has ``columns``; rows whose field count differs from the header are BadInput.  A file
-  without those columns, unreadable or not CSV is a UserError (one line naming it)."""
+  without those columns, unreadable or not CSV is a UserError (one line naming it).  A
+  compressed file that ends inside its compressed stream (cut short) would read as if it
+  ended there: it is a UserError too, or, with ``truncated_is_bad_input``, one last
+  ``(line, BadInput("invalid_compression"))`` after the rows that could be read."""
   try:
-    with _open_text(path) as f:
+    raw = FileSystems.open(path)
+    with io.TextIOWrapper(io.BufferedReader(_RawReader(raw)), encoding="utf-8-sig",
+                          errors="replace", newline="") as f:
       rows = csv.reader(f)
       header = next(rows, None)
       reader.check_columns(header, columns, path)
@@ -136,6 +158,15 @@ def read_csv(path: str, columns: Sequence[str]) -> Iterable[Tuple[int, Dict[str,
                                                        f"{len(header)}")
           continue
         yield rows.line_num, dict(zip(header, values))
+      try:
+        read.raise_if_truncated(raw)
+      except EOFError as e:
+        if not truncated_is_bad_input:
+          raise UserError(f"cannot read {path}: {e} (after line {rows.line_num}); the rows "
+                          "after the cut are lost") from e
+        yield rows.line_num + 1, BadInput(
+            "invalid_compression", f"{e} after line {rows.line_num}: the rows that followed "
+                                   "are lost, how many is unknown")
   except ValueError as e:  # not the file we expected (the message names it)
     raise UserError(str(e)) from e
   except (OSError, csv.Error) as e:
@@ -149,11 +180,12 @@ class _ReadQuestionsFn(beam.DoFn):
     self._split = split
 
   def process(self, path: str):
-    records = other = dead = 0
-    for line, row in read_csv(path, reader.QUESTION_COLUMNS):
+    records = other = dead = uncertain = 0
+    for line, row in read_csv(path, reader.QUESTION_COLUMNS, truncated_is_bad_input=True):
       source_id = f"{path}:{line}"
       if isinstance(row, BadInput):
         dead += 1
+        uncertain += row.reason == "invalid_compression"  # held an unknown number of rows
         yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("read", source_id, row))
       elif row["set"] != self._split:
         other += 1
@@ -162,7 +194,8 @@ class _ReadQuestionsFn(beam.DoFn):
         yield row["document_id"], (source_id, row)
     yield beam.pvalue.TaggedOutput(INPUT_COUNT, records + dead)
     yield beam.pvalue.TaggedOutput(STATS, {"read/records": records,
-                                           "read/other_split_rows": other})
+                                           "read/other_split_rows": other,
+                                           "read/uncertain_regions": uncertain})
 
 
 def _read_keyed(path: str, columns: Sequence[str], split: str, value: str):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bz2
 import collections
+import gzip
 import dataclasses
 import glob
 import json
@@ -168,6 +169,25 @@ def _trivia_q(qid, pages=("Paris.txt",), ans=PARIS_ANSWER, **extra):
                "Question": "Which city hosts the Louvre?", "QuestionId": qid}, **extra)
 
 
+def _narrative_gz_rows(path: str, extra: int) -> bytes:
+  """The questions file plus ``extra`` answerable questions, gzip-compressed."""
+  with open(path, "rb") as f:
+    data = f.read()
+  rows = "".join(f"book1,test,Question {i}?,bees,honey,,,\n" for i in range(extra))
+  return gzip.compress(data + rows.encode("utf-8"))
+
+
+def _truncated_gz_questions(tmp) -> List[str]:
+  """qaps.csv.gz cut in the middle: the rows before the cut are read, the rest is one
+  uncertain dead letter (an unknown number of rows is lost)."""
+  qaps = make_layout(str(tmp / "nqa"))
+  cut = qaps + ".gz"
+  with open(cut, "wb") as f:
+    f.write(_truncated(_narrative_gz_rows(qaps, 3000)))
+  return ["--input", cut, "--split", "test", "--documents", str(tmp / "nqa" / "documents.csv"),
+          "--stories_dir", str(tmp / "nqa" / "tmp")]
+
+
 def _narrative(tmp) -> List[str]:
   qaps = make_layout(str(tmp / "nqa"))
   with open(qaps, "a", encoding="utf-8") as f:  # an answer that occurs nowhere in its story
@@ -255,6 +275,13 @@ def _stage(name: str, counter: str, value) -> Callable[[Outcome], None]:
 def _written_at_least(n: int) -> Callable[[Outcome], None]:
   def check(o: Outcome) -> None:
     assert o.manifest["counts"]["written"] >= n, o.manifest["counts"]
+  return check
+
+
+def _rejected_at_least(rejected: Dict[str, int]) -> Callable[[Outcome], None]:
+  """These reasons with exactly these counts, others allowed (a cut may fall in a row)."""
+  def check(o: Outcome) -> None:
+    assert {k: reasons(o).get(k) for k in rejected} == rejected, reasons(o)
   return check
 
 
@@ -375,7 +402,26 @@ CASES: Dict[str, Tuple[str, Callable, List[Callable[[Outcome], None]], List[str]
         _expect({"parse/missing_story_end": 2, "parse/missing_story_file": 1,
                  "parse/unknown_document": 1}, written=5, source="qaps.csv:7"),
         _stage("parse", "encoding_cp1252", 1), _stage("answers", "not_found", 1)], []),
+    "narrativeqa-truncated_gz_questions": ("narrativeqa", _truncated_gz_questions, [
+        check_reconciles, _rejected_at_least({"read/invalid_compression": 1}),
+        _written_at_least(10), _inexact], []),
 }
+
+
+def test_a_truncated_side_table_is_one_line_and_no_output(tmp_path, capsys):
+  """documents.csv.gz cut short: its missing rows would make questions look like questions
+  about unknown stories, so the job stops with one line naming the file."""
+  qaps = make_layout(str(tmp_path / "nqa"))
+  docs = tmp_path / "nqa" / "documents.csv"
+  table = docs.read_bytes() + b"".join(
+      b"extra%d,train,gutenberg,u,1,w,T,9,a,b\r\n" % i for i in range(3000))
+  (tmp_path / "documents.csv.gz").write_bytes(_truncated(gzip.compress(table)))
+  o = run_job("narrativeqa", ["--input", qaps, "--split", "test", "--documents",
+                              str(tmp_path / "documents.csv.gz")], str(tmp_path / "out"),
+              capsys)
+  assert o.rc == 1 and not o.completed
+  lines = o.error_lines()
+  assert len(lines) == 1 and "documents.csv.gz" in lines[0] and "truncated" in lines[0], o.stderr
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
