@@ -393,11 +393,16 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
 
 class _HideUserErrorTracebacks(logging.Filter):
   """Drops Beam's ERROR log of a user error raised on a worker (message and traceback): the
-  job prints that error itself, as one line."""
+  job prints that error itself, as one line; and local workers' warning about Dataflow's
+  semi-persistent directory."""
 
   def filter(self, record: logging.LogRecord) -> bool:
-    if record.levelno < logging.ERROR or not record.name.startswith("apache_beam"):
+    if not record.name.startswith("apache_beam"):
       return True
+    if record.levelno < logging.ERROR:
+      # Every local multi_processing worker warns that it has no semi-persistent directory
+      # (a Dataflow worker setting): noise on every run.
+      return "No semi_persistent_directory found" not in record.getMessage()
     exc = record.exc_info[1] if record.exc_info else None
     return not ((exc is not None and user_error_message(exc) is not None)
                 or MARKER in record.getMessage())

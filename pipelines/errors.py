@@ -8,6 +8,7 @@ pipeline (on a worker) reaches the launcher wrapped by the runner; its message c
 from __future__ import annotations
 
 import re
+import sys
 from typing import Optional
 
 MARKER = "[readtwice user error] "
@@ -42,3 +43,40 @@ def user_error_message(exc: BaseException) -> Optional[str]:
       return _BEAM_SUFFIX.sub("", rest.splitlines()[0].rstrip(" '\"\\")) if rest else ""
     e = e.__cause__ or e.__context__
   return None
+
+
+class _WorkerStderr:
+  """``sys.stderr`` of a Beam SDK worker process: drops the traceback the worker prints for a
+  user error (``print(traceback, file=sys.stderr)`` in Beam's ``sdk_worker``, unconditionally),
+  since the job prints that error as one line (and the worker still logs it); everything else
+  passes through."""
+
+  def __init__(self, stream):
+    self._stream = stream
+    self._dropped = False
+
+  def write(self, text: str) -> int:
+    if text.startswith("Traceback (most recent call last)") and MARKER in text:
+      self._dropped = True  # and the newline print() writes after it
+      return len(text)
+    if self._dropped and text == "\n":
+      self._dropped = False
+      return len(text)
+    self._dropped = False
+    return self._stream.write(text)
+
+  def __getattr__(self, name):
+    return getattr(self._stream, name)
+
+
+def _quiet_user_errors_in_sdk_worker() -> None:
+  """Installs :class:`_WorkerStderr` when this module is imported in a Beam SDK worker process
+  (``python -m apache_beam.runners.worker.sdk_worker_main``, as the local multi_processing
+  runner and Dataflow start them): it is imported there with the job's DoFns."""
+  spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+  if (getattr(spec, "name", None) == "apache_beam.runners.worker.sdk_worker_main"
+      and not isinstance(sys.stderr, _WorkerStderr)):
+    sys.stderr = _WorkerStderr(sys.stderr)
+
+
+_quiet_user_errors_in_sdk_worker()

@@ -469,6 +469,22 @@ def test_max_error_fraction_trips_loudly_without_completed(job, build, tmp_path,
       os.path.join(out, "_spill"))
 
 
+def test_a_user_error_on_local_worker_processes_is_one_line(tmp_path):
+  """With --direct_running_mode=multi_processing the error is raised in an SDK worker process,
+  which prints its traceback to its own stderr: the user still sees only the one line."""
+  out = str(tmp_path / "out")
+  proc = subprocess.run(
+      [sys.executable, "-m", "pipelines.hotpotqa"] + _two_of_five(tmp_path)
+      + ["--output_dir", out, "--max_error_fraction", "0.3",
+         "--direct_running_mode=multi_processing", "--direct_num_workers=2"] + SMALL,
+      capture_output=True, text=True, check=False)
+  assert proc.returncode == 1
+  assert "Traceback" not in proc.stderr and "semi_persistent" not in proc.stderr, proc.stderr
+  errors = [l for l in proc.stderr.splitlines() if ": error: " in l]
+  assert len(errors) == 1 and "2 of 5 input records were rejected" in errors[0], proc.stderr
+  assert not os.path.exists(os.path.join(out, manifest_schema.COMPLETED_FILE))
+
+
 @pytest.mark.parametrize("value", ["-0.1", "1.5", "nan", "x"])
 def test_max_error_fraction_is_validated(value, tmp_path, capsys):
   with pytest.raises(SystemExit) as e:
