@@ -166,10 +166,11 @@ class TreeSampler:
     self.samples += 1
 
 
-def measure(path: str, n: int, mode: str, out_dir: str, interval: float) -> Dict:
-  """Runs the job on ``path`` once, sampling its process tree; its figures."""
-  cmd = [sys.executable, "-m", "pipelines.hotpotqa", "--input", path, "--output_dir", out_dir,
-         "--log_level", "WARNING"] + MODES[mode]
+def run_sampled(cmd: List[str], out_dir: str, interval: float):
+  """Runs ``cmd`` in ROOT, sampling its process tree every ``interval`` s; deletes
+  ``out_dir`` afterwards.  (exit status, stdout, stderr, wall seconds, its rusage from
+  ``os.wait4`` (its own and its reaped descendants' CPU; ru_maxrss: its largest process'
+  exact peak), the TreeSampler)."""
   log_out, log_err = out_dir + ".stdout", out_dir + ".stderr"
   try:
     with open(log_out, "wb") as fo, open(log_err, "wb") as fe:
@@ -184,7 +185,6 @@ def measure(path: str, n: int, mode: str, out_dir: str, interval: float) -> Dict
         sampler.sample()
         time.sleep(interval)
       seconds = time.perf_counter() - t0
-      proc.returncode = os.waitstatus_to_exitcode(status)
     with open(log_out, encoding="utf-8", errors="replace") as f:
       stdout = f.read()
     with open(log_err, encoding="utf-8", errors="replace") as f:
@@ -194,14 +194,22 @@ def measure(path: str, n: int, mode: str, out_dir: str, interval: float) -> Dict
       if os.path.exists(p):
         os.remove(p)
     shutil.rmtree(out_dir, ignore_errors=True)
+  return os.waitstatus_to_exitcode(status), stdout, stderr, seconds, usage, sampler
+
+
+def measure(path: str, n: int, mode: str, out_dir: str, interval: float) -> Dict:
+  """Runs the job on ``path`` once, sampling its process tree; its figures."""
+  cmd = [sys.executable, "-m", "pipelines.hotpotqa", "--input", path, "--output_dir", out_dir,
+         "--log_level", "WARNING"] + MODES[mode]
+  returncode, stdout, stderr, seconds, usage, sampler = run_sampled(cmd, out_dir, interval)
   summary = None
-  if proc.returncode == 0:
+  if returncode == 0:
     try:
       summary = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
       summary = None
-  if proc.returncode or summary is None or summary["counts"]["written"] != n:
-    sys.stderr.write(f"--- {' '.join(cmd)}\n--- exit status {proc.returncode}; stdout tail:\n"
+  if returncode or summary is None or summary["counts"]["written"] != n:
+    sys.stderr.write(f"--- {' '.join(cmd)}\n--- exit status {returncode}; stdout tail:\n"
                      f"{stdout[-2000:]}\n--- stderr tail:\n{stderr[-4000:]}\n")
     raise SystemExit(f"the job failed on {n} questions in {mode} mode"
                      + (f": wrote {summary['counts']}" if summary else ""))

@@ -56,7 +56,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks import common  # noqa: E402
-from benchmarks.pipeline_memory import MODES, TreeSampler  # noqa: E402
+from benchmarks.pipeline_memory import MODES, run_sampled  # noqa: E402
 
 MIN_RUNS = 3
 # Real HotpotQA train: 90,447 questions, ~540 MB of JSON (hotpot_train_v1.1.json).
@@ -139,38 +139,16 @@ def measure(job: str, path: str, mode: str, out_dir: str, interval: float) -> Di
   """Runs ``python -m pipelines.<job>`` once in ``mode``; wall, CPU, peak tree RSS, counts."""
   cmd = [sys.executable, "-m", f"pipelines.{job}", "--input", path, "--output_dir", out_dir,
          "--log_level", "WARNING"] + MODES[mode]
-  logs = out_dir + ".stdout", out_dir + ".stderr"
-  try:
-    with open(logs[0], "wb") as fo, open(logs[1], "wb") as fe:
-      t0 = time.perf_counter()
-      proc = subprocess.Popen(cmd, cwd=ROOT, stdout=fo, stderr=fe)
-      sampler = TreeSampler(proc.pid)
-      while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-          break
-        sampler.sample()
-        time.sleep(interval)
-      wall = time.perf_counter() - t0
-      proc.returncode = os.waitstatus_to_exitcode(status)
-    texts = []
-    for p in logs:
-      with open(p, encoding="utf-8", errors="replace") as f:
-        texts.append(f.read())
-  finally:
-    for p in logs:
-      if os.path.exists(p):
-        os.remove(p)
-    shutil.rmtree(out_dir, ignore_errors=True)
+  returncode, stdout, stderr, wall, usage, sampler = run_sampled(cmd, out_dir, interval)
   summary = None
-  if proc.returncode == 0:
+  if returncode == 0:
     try:
-      summary = json.loads(texts[0].strip().splitlines()[-1])
+      summary = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
       pass
   if summary is None or summary["counts"]["rejected"] or not summary["counts"]["written"]:
-    sys.stderr.write(f"--- {' '.join(cmd)}\n--- exit status {proc.returncode}\n"
-                     f"{texts[0][-2000:]}\n{texts[1][-4000:]}\n")
+    sys.stderr.write(f"--- {' '.join(cmd)}\n--- exit status {returncode}\n"
+                     f"{stdout[-2000:]}\n{stderr[-4000:]}\n")
     raise SystemExit(f"the {job} job failed or rejected input in {mode} mode")
   return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
           "peak_rss": max(sampler.peak_rss, usage.ru_maxrss * 1024),
