@@ -28,7 +28,9 @@ segment).  A seed fixes the initial weights and the batch order, so E and E(SS) 
 start from the same weights and see the same batches: the gap is paired per seed.
 
 Printed: the build's figures, a line per run (dev EM/F1, final training loss, memory no-op
-rate, seconds), then a table: per model dev EM and F1 (mean, sd, min/median/max over seeds),
+rate, seconds; for E also ``benchmarks/memory_probe.py``: how much attention the answer
+segment's author mention puts on that author's memory from the book fact's segment, against
+the uniform share; and the dev F1 of E's weights with the other segments' memories blocked), then a table: per model dev EM and F1 (mean, sd, min/median/max over seeds),
 F1 by fact distance, beside the chance level; the learning curves (training loss every
 ``--log_every`` steps, mean over seeds); and the E - E(SS) F1 gap per seed.  ``--parallel 2``
 runs two models at once with one TensorFlow thread each (tiny models use a second thread
@@ -209,7 +211,11 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
     blocked = answer_scores(own, docs_meta)
     blocked["changed"] = statistics.fmean(
         float(full.get(m["id"]) != own["answer"].get(m["id"])) for m in docs_meta)
-  return {"blocked": blocked, "choice": choice, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
+  probe = None
+  if model == "e":  # does the answer segment's author mention read its book-fact memory?
+    probe = json.loads(_run([os.path.join(ROOT, "benchmarks", "memory_probe.py"), "--model_dir",
+                             model_dir, "--data_dir", data["out_dir"]], log, args.threads)[-1])
+  return {"probe": probe, "blocked": blocked, "choice": choice, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
           "by_distance": by_distance,
           "curve": [(d["step"], d["loss"]) for d in steps],
           "final_loss": steps[-1]["loss"] if steps else None,
@@ -311,6 +317,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       if r["blocked"]:
         noop += (f"  (other segments' memories blocked: F1 {r['blocked']['f1']:.3f}, "
                  f"{100 * r['blocked']['changed']:.0f}% of answers change)")
+      if r["probe"]:
+        noop += (f"  bridge memory attention {r['probe']['bridge']:.3f} vs uniform "
+                 f"{r['probe']['uniform']:.3f}")
       print(f"{LABELS[r['model']]:15s} seed {r['seed']}: dev EM {r['em']:.3f} F1 {r['f1']:.3f}  "
             f"answers a candidate city {100 * r['choice']['candidate']:.0f}%, the right one "
             f"{100 * r['choice']['right_of_candidate']:.0f}% of those  "
@@ -348,6 +357,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     noops = [r["noop_rate"] for r in results[m] if r["noop_rate"] is not None]
     if noops:
       print(f"  {'':15s} memory no-op rate at the end: {_stats(noops)}")
+    probes = [r["probe"] for r in results[m] if r["probe"]]
+    if probes:
+      print(f"  {'':15s} attention of the answer segment's author mention on its memory from "
+            f"the book fact's segment, over the uniform share (1: no preference): "
+            f"{_stats([p['value'] for p in probes])}")
     blocked = [r["blocked"] for r in results[m] if r["blocked"]]
     if blocked:
       print(f"  {'':15s} the same weights with other segments' memories blocked: dev F1 "
@@ -363,6 +377,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                                   for r in results[m]],
                            "noop_rate": [r["noop_rate"] and round(r["noop_rate"], 4)
                                          for r in results[m]],
+                           "bridge_attention_over_uniform": [
+                               r["probe"]["value"] for r in results[m] if r["probe"]],
                            "f1_other_segments_blocked": [
                                round(r["blocked"]["f1"], 4) for r in results[m]
                                if r["blocked"]]} for m in models},

@@ -191,6 +191,29 @@ class ReadTwiceModel(keras.Model):
       out["mlm_logits"] = self.mlm_head(x, tf.cast(inputs["masked_positions"], tf.int32))
     return out
 
+  def memory_attention_probe(self, inputs):
+    """Which memories the tokens read (analysis, inference mode): BERT_1, the memories and the
+    memory attention's probabilities, without BERT_2 or the heads.  A dict: ``memories`` float
+    ``[N, L, C]`` (each token's attention on each candidate, mean over heads), ``noop`` float
+    ``[N, L]``, ``memory_index`` int ``[N, C]`` (see ``MemoryAttention``'s
+    ``return_attention``), and per memory (all ``M``) its ``entity_id``, ``position``
+    (segment index in its document), ``document`` and ``mask``."""
+    if not self.config.use_memory:
+      raise ValueError("memory_attention_probe needs a model with memory (use_memory=True)")
+    x, local = self.first_pass(inputs, training=False)
+    table = gather_memories(local)
+    token_mask = None
+    if self.config.memory_application == "entity":
+      token_mask = mention_token_mask(inputs, tf.shape(x)[0], tf.shape(x)[1])
+    _, attention = self.memory_attention(
+        x, table["memories"], query_document=tf.cast(inputs["document_index"], tf.int32),
+        memory_document=table["document"],
+        query_position=tf.cast(inputs["segment_index"], tf.int32),
+        memory_position=table["position"], memory_mask=table["mask"], training=False,
+        query_token_mask=token_mask, return_attention=True)
+    return dict(attention, entity_id=table["entity_id"], position=table["position"],
+                document=table["document"], mask=table["mask"])
+
   def get_config(self):
     return {"config": self.config.to_dict(), "name": self.name}
 

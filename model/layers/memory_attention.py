@@ -125,9 +125,17 @@ class MemoryAttention(keras.layers.Layer):
     query_token_mask: optional int/bool ``[N, L]``; 1 = token reads memories, 0 = unchanged.
     return_noop_probability: also return the no-op's attention probability, averaged over
       heads (before dropout; no gradient).
+    return_attention: also return (no gradient, before dropout, mean over heads) a dict:
+      ``memories`` float ``[N, L, C]``, each token's attention probability on each candidate
+      memory; ``memory_index`` int ``[N, C]``, which memory (row of ``memories``) candidate
+      ``c`` of segment ``n`` is (all ``M`` in order without ``memory_window``; its window
+      with it, padding repeated but with probability 0); ``noop`` float ``[N, L]``.  The
+      probabilities over ``C`` plus the no-op sum to 1 per token.  For analysis (which
+      memories a token reads), not for training.
 
   Returns:
-    float ``[N, L, H]``; with ``return_noop_probability`` ``(that, noop float [N, L])``.
+    float ``[N, L, H]``; with ``return_noop_probability`` ``(that, noop float [N, L])``; with
+    ``return_attention`` ``(that, dict)`` (it takes precedence).
 
   Shapes may be static (XLA) or dynamic; nothing branches on tensor values, so memories all-
   gathered across replicas by :func:`gather_memories` work as they are.
@@ -236,7 +244,7 @@ class MemoryAttention(keras.layers.Layer):
 
   def call(self, hidden, memories, query_document, memory_document, query_position,
            memory_position, memory_mask, training=False, query_token_mask=None,
-           return_noop_probability=False):
+           return_noop_probability=False, return_attention=False):
     n, l = _dim(hidden, 0), _dim(hidden, 1)
     m = _dim(memories, 0)
     nh, hs = self.num_heads, self.head_size
@@ -252,6 +260,7 @@ class MemoryAttention(keras.layers.Layer):
 
       def mix(p):
         return tf.einsum("nhlm,mhd->nlhd", p, v)
+      index = tf.broadcast_to(tf.range(m)[None], tf.stack([n, m]))
     else:  # each segment's window of its own document's memories
       index, valid = self.windows(query_document, memory_document, memory_mask)  # [N, W]
       kw, vw = tf.gather(k, index), tf.gather(v, index)  # [N, W, h, d]
@@ -284,6 +293,7 @@ class MemoryAttention(keras.layers.Layer):
     weights = tf.exp(scores) * tf.cast(keep, scores.dtype)
     probs = weights / tf.reduce_sum(weights, axis=-1, keepdims=True)
     noop_probs = probs[..., -1]  # [N, h, L]
+    attention = probs
     probs = self.dropout(probs, training=training)
 
     out = mix(probs[..., :-1])
@@ -294,7 +304,11 @@ class MemoryAttention(keras.layers.Layer):
     if query_token_mask is not None:
       update = tf.cast(query_token_mask, tf.bool)[..., None]
       result = tf.where(update, result, hidden)
-    if return_noop_probability:  # before dropout's rescaling: the attention actually computed
+    if return_attention:  # before dropout's rescaling: the attention actually computed
+      mean = tf.reduce_mean(tf.stop_gradient(attention), axis=1)  # [N, L, C + 1]
+      return result, {"memories": mean[..., :-1], "noop": mean[..., -1],
+                      "memory_index": tf.cast(index, tf.int32)}
+    if return_noop_probability:
       return result, tf.reduce_mean(tf.stop_gradient(noop_probs), axis=1)  # [N, L]
     return result
 

@@ -174,3 +174,28 @@ def test_model_config_serialisation():
   model = readtwice.ReadTwiceModel(configs.tiny())
   clone = readtwice.ReadTwiceModel.from_config(model.get_config())
   assert clone.config == model.config
+
+
+@pytest.mark.parametrize("same_segment_only", [False, True])
+def test_memory_attention_probe_shows_which_memories_each_token_reads(same_segment_only):
+  """The probe's attention is the model's own (its no-op share is the forward pass'
+  ``memory_noop_probability``), sums to 1 with the no-op, and puts nothing on other documents'
+  or padding memories (nor, with same_segment_only, on other segments')."""
+  config = configs.tiny(vocab_size=50, max_seq_length=6, same_segment_only=same_segment_only)
+  model = readtwice.build_model(config, 6, 4)
+  x = _model_pack(np.random.RandomState(0))
+  probe = {k: v.numpy() for k, v in model.memory_attention_probe(x).items()}
+  out = model(x)
+  np.testing.assert_allclose(probe["noop"], out["memory_noop_probability"].numpy(), atol=1e-6)
+  att, index = probe["memories"], probe["memory_index"]
+  real = x["segment_mask"].numpy() == 1
+  np.testing.assert_allclose((att.sum(-1) + probe["noop"])[real], 1.0, atol=1e-5)
+  docs, positions = x["document_index"].numpy(), x["segment_index"].numpy()
+  for s in np.flatnonzero(real):
+    for c, j in enumerate(index[s]):
+      readable = (probe["document"][j] == docs[s] and probe["mask"][j] == 1
+                  and (not same_segment_only or probe["position"][j] == positions[s]))
+      assert (att[s, :, c] > 0).all() if readable else (att[s, :, c] == 0).all(), (s, j)
+  with pytest.raises(ValueError, match="use_memory"):
+    readtwice.build_model(configs.tiny(vocab_size=50, max_seq_length=6, use_memory=False), 6,
+                          4).memory_attention_probe(x)

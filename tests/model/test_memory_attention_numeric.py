@@ -63,8 +63,9 @@ def _layer_norm(x, gamma, beta, eps):
 
 
 def reference(layer, hidden, memories, query_token_mask=None, q_pos=Q_POS, m_pos=M_POS,
-              m_mask=M_MASK):
-  """NumPy float64 forward pass of ``layer`` (eq. 1 with no-op, top-k, SS, sparse mask)."""
+              m_mask=M_MASK, probabilities=False):
+  """NumPy float64 forward pass of ``layer`` (eq. 1 with no-op, top-k, SS, sparse mask); with
+  ``probabilities`` also the attention (mean over heads) ``[N, L, M + 1]``, no-op last."""
   f64 = lambda v: np.asarray(v.numpy() if hasattr(v, "numpy") else v, np.float64)
   dense = lambda d, x: x @ f64(d.kernel) + f64(d.bias)
   x, mem = f64(hidden), f64(memories)
@@ -80,6 +81,7 @@ def reference(layer, hidden, memories, query_token_mask=None, q_pos=Q_POS, m_pos
   noop_value = (f64(layer.noop_value) if layer.learned_noop_value
                 else np.zeros((nh, hs)))
   read = np.zeros((n, l, nh, hs))
+  attention = np.zeros((n, l, m + 1))
   for i in range(n):
     allowed = np.array(
         [Q_DOC[i] >= 0 and M_DOC[j] == Q_DOC[i] and m_mask[j] == 1 and
@@ -97,12 +99,13 @@ def reference(layer, hidden, memories, query_token_mask=None, q_pos=Q_POS, m_pos
           keep &= allowed
         w = np.where(keep, np.exp(scores - scores[keep].max()), 0.0)
         p = w / w.sum()
+        attention[i, t] += p / nh
         read[i, t, hh] = p[:m] @ v[:, hh] + p[m] * noop_value[hh]
   out = dense(layer.output_dense, read.reshape(n, l, h))
   y = _layer_norm(x + out, f64(layer.norm.gamma), f64(layer.norm.beta), layer.layer_norm_epsilon)
   if query_token_mask is not None:
     y = np.where(np.asarray(query_token_mask)[..., None] > 0, y, x)
-  return y
+  return (y, attention) if probabilities else y
 
 
 def _token_mask(seed=2):
@@ -126,6 +129,41 @@ def test_matches_numpy_reference(top_k, ss, learned, sparse):
   np.testing.assert_allclose(out, reference(layer, hidden, memories, mask), atol=2e-5,
                              rtol=1e-5)
   assert np.all(np.isfinite(out))
+
+
+@pytest.mark.parametrize("top_k,ss,window", [(None, False, None), (2, True, None),
+                                              (None, False, 8), (3, False, 2)])
+def test_return_attention_matches_numpy_reference(top_k, ss, window):
+  """The probabilities ``return_attention`` gives (mapped back to memories through
+  ``memory_index``) are the reference's; the output is the same as without it."""
+  layer = _layer(top_k=top_k, same_segment_only=ss)
+  if window is not None:
+    layer = MemoryAttention(H, HEADS, max_segment_distance=B, top_k=top_k, dropout=0.0,
+                            same_segment_only=ss, memory_window=window)
+    layer.build((None, None, H))
+    layer.set_weights(_layer(top_k=top_k, same_segment_only=ss).get_weights())
+  hidden, memories = _inputs()
+  out, att = layer(tf.constant(hidden), tf.constant(memories), query_document=tf.constant(Q_DOC),
+                   memory_document=tf.constant(M_DOC), query_position=tf.constant(Q_POS),
+                   memory_position=tf.constant(M_POS), memory_mask=tf.constant(M_MASK),
+                   return_attention=True)
+  index, probs = att["memory_index"].numpy(), att["memories"].numpy()
+  dense = np.zeros((N, L, M))
+  for i in range(N):
+    for c, j in enumerate(index[i]):
+      dense[i, :, j] += probs[i, :, c]  # window padding repeats an index with probability 0
+  np.testing.assert_allclose(dense.sum(-1) + att["noop"].numpy(), 1.0, atol=1e-5)
+  largest = max(np.sum(M_DOC == d) for d in set(Q_DOC) if d >= 0)
+  if window is None or window >= largest:  # a window holding every memory of its document
+    y, expected = reference(layer, hidden, memories, probabilities=True)
+    np.testing.assert_allclose(dense, expected[..., :M], atol=2e-5)
+    np.testing.assert_allclose(att["noop"].numpy(), expected[..., M], atol=2e-5)
+    np.testing.assert_allclose(out.numpy(), y, atol=2e-5, rtol=1e-5)
+  else:  # the memories a segment can read are all in its window: nothing outside it
+    for i in range(N):
+      outside = np.setdiff1d(np.arange(M), index[i])
+      assert np.all(dense[i][:, outside] == 0)
+  np.testing.assert_allclose(out.numpy(), _run(layer, hidden, memories), atol=1e-6)
 
 
 def test_reference_is_not_trivial():
