@@ -159,15 +159,8 @@ class ReadTwiceModel(keras.Model):
     token_kind = tf.cast(inputs["token_kind"], tf.int32)
     extra = {}
     if self.config.use_memory:
-      token_mask = None
-      if self.config.memory_application == "entity":
-        token_mask = mention_token_mask(inputs, tf.shape(x)[0], tf.shape(x)[1])
-      x, noop = self.memory_attention(
-          x, table["memories"], query_document=tf.cast(inputs["document_index"], tf.int32),
-          memory_document=table["document"],
-          query_position=tf.cast(inputs["segment_index"], tf.int32),
-          memory_position=table["position"], memory_mask=table["mask"], training=training,
-          query_token_mask=token_mask, return_noop_probability=True)
+      token_mask, (x, noop) = self._read_memories(inputs, x, table, training,
+                                                  return_noop_probability=True)
       x = self.second_read(x, attention_mask=input_mask, training=training)
       extra = {"memories": local["memories"], "memory_table": table["memories"],
                "memory_entity_id": table["entity_id"], "memory_mask": table["mask"],
@@ -191,6 +184,20 @@ class ReadTwiceModel(keras.Model):
       out["mlm_logits"] = self.mlm_head(x, tf.cast(inputs["masked_positions"], tf.int32))
     return out
 
+  def _read_memories(self, inputs, x, table, training, **returns):
+    """The memory attention of ``x`` over ``table``: ``(token_mask, its output)`` (token_mask:
+    the tokens that read memories with ``memory_application="entity"``, else None);
+    ``returns``: MemoryAttention's ``return_*`` flags."""
+    token_mask = None
+    if self.config.memory_application == "entity":
+      token_mask = mention_token_mask(inputs, tf.shape(x)[0], tf.shape(x)[1])
+    return token_mask, self.memory_attention(
+        x, table["memories"], query_document=tf.cast(inputs["document_index"], tf.int32),
+        memory_document=table["document"],
+        query_position=tf.cast(inputs["segment_index"], tf.int32),
+        memory_position=table["position"], memory_mask=table["mask"], training=training,
+        query_token_mask=token_mask, **returns)
+
   def memory_attention_probe(self, inputs):
     """Which memories the tokens read (analysis, inference mode): BERT_1, the memories and the
     memory attention's probabilities, without BERT_2 or the heads.  A dict: ``memories`` float
@@ -202,15 +209,7 @@ class ReadTwiceModel(keras.Model):
       raise ValueError("memory_attention_probe needs a model with memory (use_memory=True)")
     x, local = self.first_pass(inputs, training=False)
     table = gather_memories(local)
-    token_mask = None
-    if self.config.memory_application == "entity":
-      token_mask = mention_token_mask(inputs, tf.shape(x)[0], tf.shape(x)[1])
-    _, attention = self.memory_attention(
-        x, table["memories"], query_document=tf.cast(inputs["document_index"], tf.int32),
-        memory_document=table["document"],
-        query_position=tf.cast(inputs["segment_index"], tf.int32),
-        memory_position=table["position"], memory_mask=table["mask"], training=False,
-        query_token_mask=token_mask, return_attention=True)
+    _, (_, attention) = self._read_memories(inputs, x, table, False, return_attention=True)
     return dict(attention, entity_id=table["entity_id"], position=table["position"],
                 document=table["document"], mask=table["mask"])
 
