@@ -241,18 +241,6 @@ def is_local(beam_args: Optional[Sequence[str]]) -> bool:
   return PipelineOptions(list(beam_args or [])).view_as(StandardOptions).runner in _LOCAL_RUNNERS
 
 
-def spreads_work(beam_args: Optional[Sequence[str]]) -> bool:
-  """Whether documents should be redistributed over workers after reading: on a distributed
-  runner, and locally with several worker processes or threads (one file is read by one worker,
-  and the stages fused with the read run there: without a reshuffle the other workers idle)."""
-  from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
-
-  if not is_local(beam_args):
-    return True
-  direct = PipelineOptions(list(beam_args or [])).view_as(DirectOptions)
-  return direct.direct_running_mode != "in_memory" and direct.direct_num_workers != 1
-
-
 def make_pipeline(beam_args: Optional[Sequence[str]]):
   """A Beam pipeline for ``beam_args``; local runs use the FnApiRunner (no Prism download)."""
   import apache_beam as beam  # pylint: disable=g-import-not-at-top
@@ -313,7 +301,7 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
     LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
                 output_dir)
   p = make_pipeline(beam_args)
-  build(p, [i["path"] for i in inputs], output_dir, config, header, spreads_work(beam_args))
+  build(p, [i["path"] for i in inputs], output_dir, config, header, not is_local(beam_args))
   submit_only = not wait and not is_local(beam_args)
   try:
     result = p.run()

@@ -216,15 +216,3 @@ def test_logging_shows_our_lines_and_the_dataflow_job_url_only(capsys):
   cli.setup_logging("WARNING")
   logging.getLogger("pipelines").info("quiet")
   assert "quiet" not in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("beam_args, spreads", [
-    ([], False),
-    (["--direct_num_workers=2"], False),  # in_memory ignores the worker count
-    (["--direct_running_mode=multi_processing", "--direct_num_workers=2"], True),
-    (["--direct_running_mode=multi_threading", "--direct_num_workers=0"], True),  # 0: all cores
-    (["--direct_running_mode=multi_processing", "--direct_num_workers=1"], False),
-    (["--runner=DataflowRunner"], True),
-])
-def test_documents_are_spread_over_workers_only_where_there_are_several(beam_args, spreads):
-  assert cli.spreads_work(beam_args) is spreads
