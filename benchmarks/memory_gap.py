@@ -100,21 +100,22 @@ def _json_lines(lines: Sequence[str]) -> List[Dict]:
   return out
 
 
+def answer_scores(predictions: Dict, docs_meta: Sequence[Dict]) -> Dict[str, float]:
+  """Official HotpotQA answer EM / F1 over ``docs_meta``'s questions."""
+  answers = predictions.get("answer", {})
+  em = sum(float(hotpot_eval.exact_match_score(answers.get(m["id"], ""), m["answer"]))
+           for m in docs_meta)
+  f1 = sum(hotpot_eval.f1_score(answers.get(m["id"], ""), m["answer"])[0] for m in docs_meta)
+  return {"em": em / len(docs_meta), "f1": f1 / len(docs_meta)}
+
+
 def scores_by_distance(predictions: Dict, docs_meta: Sequence[Dict]) -> Dict[int, Dict]:
   """Dev EM / F1 per fact distance, with the official HotpotQA answer metrics."""
-  answers = predictions.get("answer", {})
   groups: Dict[int, List[Dict]] = {}
   for meta in docs_meta:
     groups.setdefault(int(meta["distance"]), []).append(meta)
-  out = {}
-  for distance, metas in sorted(groups.items()):
-    em = f1 = 0.0
-    for meta in metas:
-      pred = answers.get(meta["id"], "")
-      em += float(hotpot_eval.exact_match_score(pred, meta["answer"]))
-      f1 += hotpot_eval.f1_score(pred, meta["answer"])[0]
-    out[distance] = {"n": len(metas), "em": em / len(metas), "f1": f1 / len(metas)}
-  return out
+  return {distance: dict(n=len(metas), **answer_scores(predictions, metas))
+          for distance, metas in sorted(groups.items())}
 
 
 def model_config_file(out_dir: str, model: str, size: str, data: Dict) -> str:
@@ -123,23 +124,12 @@ def model_config_file(out_dir: str, model: str, size: str, data: Dict) -> str:
   from model import configs  # pylint: disable=g-import-not-at-top
   with open(os.path.join(data["paths"]["records_train"], "manifest.json"),
             encoding="utf-8") as f:
-    manifest = json.load(f)
-  config = configs.preset(PRESETS[model], vocab_size=int(manifest["tokenizer"]["vocab_size"]),
-                          max_seq_length=int(data["params"]["seq_length"]), **SIZES[size])
+    config = configs.config_from_manifest(json.load(f), PRESETS[model], **SIZES[size])
   os.makedirs(out_dir, exist_ok=True)
   path = os.path.join(out_dir, f"{model}_{size}.json")
   with open(path, "w", encoding="utf-8") as f:
     f.write(config.to_json())
   return path
-
-
-def answer_scores(predictions: Dict, docs_meta: Sequence[Dict]) -> Dict[str, float]:
-  """Official HotpotQA answer EM / F1 over ``docs_meta``'s questions."""
-  answers = predictions.get("answer", {})
-  em = sum(float(hotpot_eval.exact_match_score(answers.get(m["id"], ""), m["answer"]))
-           for m in docs_meta)
-  f1 = sum(hotpot_eval.f1_score(answers.get(m["id"], ""), m["answer"])[0] for m in docs_meta)
-  return {"em": em / len(docs_meta), "f1": f1 / len(docs_meta)}
 
 
 def candidate_choice(predictions: Dict, docs_meta: Sequence[Dict]) -> Dict[str, float]:

@@ -62,11 +62,10 @@ def train_dirs(built: Dict) -> List[str]:
   return dirs
 
 
-def model_config_file(out_dir: str, variant: str, vocab_size: int, seq_length: int,
-                      max_memories: int) -> str:
+def model_config_file(out_dir: str, variant: str, manifest: Dict, max_memories: int) -> str:
+  """``variant`` fitted to the records of ``manifest`` (vocabulary, seq length)."""
   path = os.path.join(out_dir, f"{variant}.json")
-  config = configs.preset(variant, vocab_size=vocab_size, max_seq_length=seq_length,
-                          max_memories=max_memories)
+  config = configs.config_from_manifest(manifest, variant, max_memories=max_memories)
   with open(path, "w") as f:
     f.write(config.to_json())
   return path
@@ -124,13 +123,12 @@ def main(argv=None) -> int:
   dirs = train_dirs(built)
   heldout = built["splits"]["heldout"]["output_dir"]
   with open(os.path.join(dirs[0], "manifest.json")) as f:
-    vocab_size = int(json.load(f)["tokenizer"]["vocab_size"])
+    manifest = json.load(f)
   print(f"[memory_use] train records: {dirs}; held-out: {heldout}", flush=True)
   results: Dict[str, List[Dict]] = {name: [] for name in VARIANTS}
   for seed in range(args.seeds):  # interleaved: E then E(SS) for each seed
     for name, preset in VARIANTS.items():
-      config = model_config_file(args.out_dir, preset, vocab_size, args.seq_length,
-                                 args.max_memories)
+      config = model_config_file(args.out_dir, preset, manifest, args.max_memories)
       run = pretrain(config, dirs, heldout, os.path.join(args.out_dir, f"{preset}-seed{seed}"),
                      seed, args)
       results[name].append(run)

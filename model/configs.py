@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 MEMORY_SOURCES = ("cls", "sts", "entity")
 IMPLEMENTED_MEMORY_SOURCES = MEMORY_SOURCES
@@ -267,6 +267,17 @@ def preset(name: str, **overrides) -> ModelConfig:
   if name not in PRESETS:
     raise ValueError(f"Unknown preset {name!r}; choose from {sorted(PRESETS)}.")
   return PRESETS[name](**overrides)
+
+
+def config_from_manifest(manifest: Mapping[str, Any], preset_name: str = "tiny",
+                         **overrides) -> ModelConfig:
+  """Preset ``preset_name`` fitted to the records of a pipeline ``manifest``: their vocabulary
+  and (tiny presets) seq length; ``overrides`` on top."""
+  kw = dict(vocab_size=int(manifest["tokenizer"]["vocab_size"]))
+  if preset_name.startswith("tiny"):
+    kw["max_seq_length"] = int(manifest["config"]["seq_length"])
+  kw.update(overrides)
+  return preset(preset_name, **kw)
 
 
 def save_configs(model_dir: str, model_config: ModelConfig,

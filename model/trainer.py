@@ -574,14 +574,8 @@ def check_compatible(mc: configs_lib.ModelConfig, manifest: Mapping) -> None:
     raise TrainingError(f"model vocab_size {mc.vocab_size} < tokenizer vocab_size {vocab}")
 
 
-def config_from_manifest(manifest: Mapping, preset: str = "tiny", **overrides
-                         ) -> configs_lib.ModelConfig:
-  """``preset`` fitted to the records: their vocabulary and (tiny presets) seq length."""
-  kw = dict(vocab_size=int(manifest["tokenizer"]["vocab_size"]))
-  if preset.startswith("tiny"):
-    kw["max_seq_length"] = int(manifest["config"]["seq_length"])
-  kw.update(overrides)
-  return configs_lib.preset(preset, **kw)
+# ``preset`` fitted to the records (lives in model.configs, which needs no TensorFlow).
+config_from_manifest = configs_lib.config_from_manifest
 
 
 def masking_config(manifest: Mapping, **overrides) -> masking_lib.MaskingConfig:
