@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, NamedTuple, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -197,9 +197,28 @@ def run_sampled(cmd: List[str], out_dir: str, interval: float):
   return os.waitstatus_to_exitcode(status), stdout, stderr, seconds, usage, sampler
 
 
-def measure(path: str, n: int, mode: str, out_dir: str, interval: float) -> Dict:
-  """Runs the job on ``path`` once, sampling its process tree; its figures."""
-  cmd = [sys.executable, "-m", "pipelines.hotpotqa", "--input", path, "--output_dir", out_dir,
+class JobRun(NamedTuple):
+  """One sampled run of ``python -m pipelines.<job>`` (see :func:`run_job`)."""
+  cmd: List[str]
+  returncode: int
+  summary: Optional[Dict]  # the JSON summary its last stdout line holds (None on failure)
+  stdout: str
+  stderr: str
+  seconds: float
+  usage: Any  # os.wait4's rusage
+  sampler: TreeSampler
+
+  def fail(self, message: str) -> None:
+    """Prints the command, its exit status and output tails; exits with ``message``."""
+    sys.stderr.write(f"--- {' '.join(self.cmd)}\n--- exit status {self.returncode}; stdout "
+                     f"tail:\n{self.stdout[-2000:]}\n--- stderr tail:\n{self.stderr[-4000:]}\n")
+    raise SystemExit(message)
+
+
+def run_job(job: str, path: str, mode: str, out_dir: str, interval: float) -> JobRun:
+  """Runs ``python -m pipelines.<job> --input path --output_dir out_dir`` in ``mode`` (a key of
+  :data:`MODES`) as a user would, sampling its process tree (:func:`run_sampled`)."""
+  cmd = [sys.executable, "-m", f"pipelines.{job}", "--input", path, "--output_dir", out_dir,
          "--log_level", "WARNING"] + MODES[mode]
   returncode, stdout, stderr, seconds, usage, sampler = run_sampled(cmd, out_dir, interval)
   summary = None
@@ -208,11 +227,16 @@ def measure(path: str, n: int, mode: str, out_dir: str, interval: float) -> Dict
       summary = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
       summary = None
-  if returncode or summary is None or summary["counts"]["written"] != n:
-    sys.stderr.write(f"--- {' '.join(cmd)}\n--- exit status {returncode}; stdout tail:\n"
-                     f"{stdout[-2000:]}\n--- stderr tail:\n{stderr[-4000:]}\n")
-    raise SystemExit(f"the job failed on {n} questions in {mode} mode"
-                     + (f": wrote {summary['counts']}" if summary else ""))
+  return JobRun(cmd, returncode, summary, stdout, stderr, seconds, usage, sampler)
+
+
+def measure(path: str, n: int, mode: str, out_dir: str, interval: float) -> Dict:
+  """Runs the job on ``path`` once, sampling its process tree; its figures."""
+  run = run_job("hotpotqa", path, mode, out_dir, interval)
+  summary, usage, sampler, seconds = run.summary, run.usage, run.sampler, run.seconds
+  if summary is None or summary["counts"]["written"] != n:
+    run.fail(f"the job failed on {n} questions in {mode} mode"
+             + (f": wrote {summary['counts']}" if summary else ""))
   maxrss = usage.ru_maxrss * 1024
   # The tree's sum can never have been below its largest process' exact peak: a sample that
   # missed that moment is corrected by it.

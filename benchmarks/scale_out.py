@@ -57,7 +57,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks import common  # noqa: E402
-from benchmarks.pipeline_memory import MODES, run_sampled  # noqa: E402
+from benchmarks.pipeline_memory import MODES, run_job  # noqa: E402
 
 MIN_RUNS = 3
 # Real HotpotQA train: 90,447 questions, ~540 MB of JSON (hotpot_train_v1.1.json).
@@ -138,19 +138,10 @@ def input_file(job: str, tmp: str, mb: float, created: List[str]) -> Dict:
 
 def measure(job: str, path: str, mode: str, out_dir: str, interval: float) -> Dict:
   """Runs ``python -m pipelines.<job>`` once in ``mode``; wall, CPU, peak tree RSS, counts."""
-  cmd = [sys.executable, "-m", f"pipelines.{job}", "--input", path, "--output_dir", out_dir,
-         "--log_level", "WARNING"] + MODES[mode]
-  returncode, stdout, stderr, wall, usage, sampler = run_sampled(cmd, out_dir, interval)
-  summary = None
-  if returncode == 0:
-    try:
-      summary = json.loads(stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-      pass
+  run = run_job(job, path, mode, out_dir, interval)
+  summary, usage, sampler, wall = run.summary, run.usage, run.sampler, run.seconds
   if summary is None or summary["counts"]["rejected"] or not summary["counts"]["written"]:
-    sys.stderr.write(f"--- {' '.join(cmd)}\n--- exit status {returncode}\n"
-                     f"{stdout[-2000:]}\n{stderr[-4000:]}\n")
-    raise SystemExit(f"the {job} job failed or rejected input in {mode} mode")
+    run.fail(f"the {job} job failed or rejected input in {mode} mode")
   return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
           "peak_rss": max(sampler.peak_rss, usage.ru_maxrss * 1024),
           "processes": sampler.peak_processes, "written": summary["counts"]["written"],
