@@ -36,10 +36,11 @@ if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
 
-def _author_ids(entities_dir: str) -> Dict[str, int]:
+def _entity_ids(entities_dir: str) -> Dict[str, int]:
+  """Title -> entity id, from the vocabulary of a Wikipedia job's output dir."""
+  from pipelines.entities import tables  # pylint: disable=g-import-not-at-top
   from schemas import entities as entities_schema  # pylint: disable=g-import-not-at-top
-  titles = entities_schema.titles_by_id(entities_schema.read_vocabulary(
-      os.path.join(entities_dir, entities_schema.ENTITIES_DIR, entities_schema.VOCABULARY_FILE)))
+  titles = entities_schema.titles_by_id(tables.read_vocabulary(entities_dir))
   return {title: int(i) for i, title in titles.items()}
 
 
@@ -53,7 +54,7 @@ def probe(model_dir: str, data_dir: str, split: str = "dev") -> Dict:
   model, config = load_model(model_dir)
   if not config.use_memory:
     raise SystemExit(f"{model_dir}: a model without memory has nothing to probe")
-  ids = _author_ids(os.path.join(data_dir, "entities"))
+  ids = _entity_ids(os.path.join(data_dir, "entities"))
   with open(os.path.join(data_dir, f"docs-{split}.jsonl"), encoding="utf-8") as f:
     metas = {m["id"]: m for m in map(json.loads, f)}
   forward = tf.function(lambda x: model.memory_attention_probe(x), reduce_retracing=True)

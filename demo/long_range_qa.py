@@ -810,8 +810,8 @@ def record_stats(out: str, docs: Sequence[LongRangeDoc], entities_dir: str) -> D
   mentions that are not a fact's name."""
   from schemas import documents as documents_schema  # pylint: disable=g-import-not-at-top
   from schemas import entities as entities_schema  # pylint: disable=g-import-not-at-top
-  vocab = entities_schema.titles_by_id(entities_schema.read_vocabulary(
-      os.path.join(entities_dir, entities_schema.ENTITIES_DIR, entities_schema.VOCABULARY_FILE)))
+  from pipelines.entities import tables  # pylint: disable=g-import-not-at-top
+  vocab = entities_schema.titles_by_id(tables.read_vocabulary(entities_dir))
   texts = {k: v["text"] for k, v in documents_schema.load(out).items()}
   found = collections.defaultdict(set)  # doc -> {(segment, surface, title)}
   answers = collections.defaultdict(set)  # doc -> segments
