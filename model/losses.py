@@ -460,5 +460,6 @@ def reduce_replica_losses(strategy: tf.distribute.Strategy, per_replica: Mapping
 
 
 __all__: List[str] = ["ANSWER_TYPE_MODES", "LOSS_KEYS", "or_loss", "answer_type_loss",
-                      "supporting_loss", "mlm_token_sums", "mlm_loss", "cross_replica_sum", "coref_loss", "readtwice_losses",
-                      "reduce_replica_losses", "segment_logsumexp"]
+                      "supporting_loss", "mlm_token_sums", "mlm_loss", "cross_replica_sum",
+                      "coref_loss", "readtwice_losses", "reduce_replica_losses",
+                      "segment_logsumexp"]
