@@ -42,3 +42,17 @@ def check_pairs(parser, pairs: int, minimum: int) -> None:
   if pairs < minimum:
     print(f"warning: {pairs} pair(s) < {minimum}: a smoke test, not a figure to trust",
           file=sys.stderr)
+
+
+def clean_up_inputs(tmp: str, keep: bool, tmp_given: bool, created: Sequence[str]) -> None:
+  """End of a benchmark that generates inputs under ``tmp``: ``keep`` keeps everything; a
+  temporary ``tmp`` of its own (``tmp_given`` False) is deleted; in a ``--tmp_dir`` the user
+  gave, only the files this run ``created`` are."""
+  if keep:
+    print(f"kept {tmp}")
+  elif not tmp_given:
+    shutil.rmtree(tmp, ignore_errors=True)
+  else:
+    for path in created:
+      if os.path.exists(path):
+        os.remove(path)

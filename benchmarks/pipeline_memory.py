@@ -49,6 +49,8 @@ from typing import Any, Dict, List, NamedTuple, Optional
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks import common  # noqa: E402
+
 MODES = {
     "in_memory": [],
     "multi_processing": ["--direct_running_mode=multi_processing", "--direct_num_workers=2"],
@@ -293,13 +295,7 @@ def main(argv: Optional[List[str]] = None) -> None:
               f"  {r['peak_tree_rss_bytes'] / n / 1e3:8.1f} KB/question"
               f"  ({r['segments']:,} segments, {r['packs']:,} packs)", flush=True)
   finally:
-    if args.keep:
-      print(f"kept {tmp}")
-    elif args.tmp_dir is None:
-      shutil.rmtree(tmp, ignore_errors=True)
-    else:
-      for p in created:
-        os.remove(p)
+    common.clean_up_inputs(tmp, args.keep, args.tmp_dir is not None, created)
 
   figure_mode = "in_memory" if "in_memory" in modes else modes[0]
   per_mode = {}

@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -212,14 +211,7 @@ def main(argv: Optional[List[str]] = None) -> None:
                      "speedup": [a["wall"] / b["wall"] for a, b in
                                  zip(runs["in_memory"], runs["multi_processing"])]}
   finally:
-    if args.keep:
-      print(f"kept {tmp}")
-    elif args.tmp_dir is None:
-      shutil.rmtree(tmp, ignore_errors=True)
-    else:
-      for p in created:
-        if os.path.exists(p):
-          os.remove(p)
+    common.clean_up_inputs(tmp, args.keep, args.tmp_dir is not None, created)
 
   print(f"\n{args.job}: {args.runs} interleaved run(s) per mode and size (min / median / max)")
   for mb in sizes:
