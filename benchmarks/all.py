@@ -74,11 +74,11 @@ from benchmarks import common  # noqa: E402
 from benchmarks.hotpotqa_throughput import docs_per_encode_call  # noqa: E402
 
 from demo import synthetic_hotpotqa  # noqa: E402
+from pipelines import JOBS  # noqa: E402
 from pipelines.beam.config import RecordsConfig  # noqa: E402
 from pipelines.text.tokenizer import Tokenizer  # noqa: E402
 
 MIN_PAIRS = 3
-PIPELINES = ("hotpotqa", "wikipedia", "books", "triviaqa", "narrativeqa")
 # Input sizes at --scale 1.0 (each pipeline run ~10-30 s on 2 cores).
 HOTPOTQA_QUESTIONS = 8000
 WIKIPEDIA_PAGES, WIKIPEDIA_WORDS_PER_PAGE = 3000, 700
@@ -449,11 +449,11 @@ def pipeline_run(job: Job, out_dir: str) -> Dict:
 
 def parse_only(ap: argparse.ArgumentParser, only: str) -> List[str]:
   names = [n.strip() for n in only.split(",") if n.strip()]
-  unknown = [n for n in names if n not in PIPELINES]
+  unknown = [n for n in names if n not in JOBS]
   if unknown or not names:
     ap.error(f"--only: unknown pipeline(s) {', '.join(unknown) or repr(only)}; choose from "
-             f"{', '.join(PIPELINES)}")
-  return [n for n in PIPELINES if n in names]
+             f"{', '.join(JOBS)}")
+  return [n for n in JOBS if n in names]
 
 
 def main() -> None:
@@ -463,7 +463,7 @@ def main() -> None:
                        "is only for smoke tests (default: %(default)s)")
   ap.add_argument("--scale", type=float, default=1.0,
                   help="multiplies every generated input's size (default: %(default)s)")
-  ap.add_argument("--only", default=",".join(PIPELINES),
+  ap.add_argument("--only", default=",".join(JOBS),
                   help="comma-separated pipelines to run (default: all: %(default)s)")
   ap.add_argument("--child", nargs=4, default=None, help=argparse.SUPPRESS)
   args = ap.parse_args()

@@ -26,7 +26,6 @@ from typing import List, Optional, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-JOBS = ("hotpotqa", "wikipedia", "books", "triviaqa", "narrativeqa")
 PYTHON = (3, 11)
 
 
@@ -52,6 +51,7 @@ def problems(spacy_model: Optional[str] = None, allow_tensorflow: bool = False) 
     for name in ("tensorflow", "keras"):
       if importlib.util.find_spec(name) is not None:
         found.append(f"{name} is installed: the pipeline image must be TF-free")
+  from pipelines import JOBS  # pylint: disable=g-import-not-at-top
   for job in JOBS:
     importlib.import_module(f"pipelines.{job}")
   from pipelines.text.tokenizer import Tokenizer, TokenizerSpec  # pylint: disable=g-import-not-at-top

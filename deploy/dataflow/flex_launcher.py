@@ -34,22 +34,12 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Iterator
 
-JOBS = ("hotpotqa", "wikipedia", "books", "triviaqa", "narrativeqa")
 SDK_IMAGE_ENV = "READTWICE_SDK_CONTAINER_IMAGE"
 TRUE = ("true", "1", "yes", "on")
 FALSE = ("false", "0", "no", "off")
 _IMAGE_OPTIONS = ("--sdk_container_image", "--worker_harness_container_image")
 
 LOGGER = logging.getLogger("pipelines")
-
-
-class Submitted(BaseException):
-  """Raised once the pipeline is submitted, past the job's own error handling (which catches
-  ``Exception``); carries the launcher's summary line."""
-
-  def __init__(self, summary: Dict[str, Any]):
-    super().__init__("submitted")
-    self.summary = summary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,9 +135,9 @@ def _replaced(module, **attrs) -> Iterator[None]:
 
 def main(job: str, argv: Optional[Sequence[str]] = None) -> int:
   """Runs ``pipelines.<job>.main`` as a Flex Template launch; returns the exit status."""
+  from pipelines import JOBS, cli  # pylint: disable=g-import-not-at-top
   if job not in JOBS:
     raise ValueError(f"unknown job {job!r}; one of {JOBS}")
-  from pipelines import cli  # pylint: disable=g-import-not-at-top
 
   module = importlib.import_module(f"pipelines.{job}")
   argv = list(sys.argv[1:] if argv is None else argv)

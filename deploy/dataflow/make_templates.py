@@ -26,7 +26,6 @@ from typing import Any, Dict, List, Optional, Sequence
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 TEMPLATES = os.path.join(HERE, "templates")
-JOBS = ("hotpotqa", "wikipedia", "books", "triviaqa", "narrativeqa")
 
 # Flags naming files or folders: on Dataflow they must be Cloud Storage paths (the launcher VM
 # and the workers share nothing else).
@@ -153,6 +152,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   ap.add_argument("--check", action="store_true",
                   help="write nothing; exit 1 if a committed template differs")
   args = ap.parse_args(argv)
+  if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+  from pipelines import JOBS  # pylint: disable=g-import-not-at-top
   stale = []
   for job in JOBS:
     text, path = render(job), template_path(job)
