@@ -14,6 +14,7 @@ from typing import Any, Dict, Mapping, Optional
 MEMORY_SOURCES = ("cls", "sts", "entity")
 IMPLEMENTED_MEMORY_SOURCES = MEMORY_SOURCES
 MEMORY_APPLICATIONS = ("all", "entity")  # which tokens read memory
+MEMORY_INITS = ("random", "identity")  # how the memory path's projections start
 ANSWER_TYPE_MODES = ("mean", "paper")
 CONFIG_FILE = "config.json"
 
@@ -42,6 +43,14 @@ class ModelConfig:
       silently.
     memory_application: ``"all"`` tokens read memory, or only tokens inside entity mentions
       (``"entity"``, the paper's sparse application).
+    memory_init: How the memory path's projections start.  ``"random"``: truncated normal
+      (``initializer_range``) like every other kernel.  ``"identity"``: the memory starts as
+      the mean of its span's first and last states (CLS: ``tanh`` of the CLS state) and the
+      memory attention's query / key / value / output kernels as identities, so that at
+      initialisation a token attends to the memories most similar to itself and reads them
+      at full scale -- the projection-free side attention of the paper's released code
+      (``num_heads=0``), with the projections kept trainable.  With ``"random"`` a tiny
+      model's memory path does not learn (``benchmarks/memory_ladder.py``).
     same_segment_only: The SS ablation: a segment reads only its own memories.
     max_segment_distance: B; relative segment distances are clipped to ``[-B, B]`` (the paper
       uses B = 10, the default).
@@ -72,6 +81,7 @@ class ModelConfig:
   sts_length: int = 32
   max_memories: Optional[int] = None
   memory_application: str = "all"
+  memory_init: str = "random"
   same_segment_only: bool = False
   max_segment_distance: int = 10
   memory_top_k: Optional[int] = None
@@ -98,6 +108,8 @@ class ModelConfig:
     if self.memory_application not in MEMORY_APPLICATIONS:
       raise ValueError(f"memory_application must be one of {MEMORY_APPLICATIONS}, got "
                        f"{self.memory_application!r}.")
+    if self.memory_init not in MEMORY_INITS:
+      raise ValueError(f"memory_init must be one of {MEMORY_INITS}, got {self.memory_init!r}.")
     if self.answer_type_mode not in ANSWER_TYPE_MODES:
       raise ValueError(f"answer_type_mode must be one of {ANSWER_TYPE_MODES}, got "
                        f"{self.answer_type_mode!r}.")

@@ -59,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--steps", type=int, default=None, help="training steps (overrides --epochs)")
   driver.add_common_flags(p, preset="readtwice_e", optimizer="adamw",
                          learning_rate=PAPER_LEARNING_RATES[-1])
+  p.add_argument("--coref_weight", type=float, default=trainer_lib.FINETUNE_COREF_WEIGHT,
+                 help="weight of the coreference loss on entity memories (the paper uses it "
+                      "in pre-training only)")
   g = p.add_argument_group("dev evaluation and early stopping")
   g.add_argument("--dev_dir", default=None, help="the dev split's pipeline output dir")
   g.add_argument("--dev_gold", default=None, help="the official dev file (as model.evaluate)")
@@ -86,6 +89,8 @@ def main(argv=None) -> int:
     p.error("--eval_every needs --dev_dir and --dev_gold")
   if args.steps is None and not args.epochs > 0:
     p.error(f"--epochs must be > 0, got {args.epochs}")
+  if args.coref_weight < 0:
+    p.error(f"--coref_weight must be >= 0, got {args.coref_weight}")
   if args.patience < 0:
     p.error(f"--patience must be >= 0, got {args.patience}")
   try:
@@ -109,7 +114,8 @@ def main(argv=None) -> int:
           every=args.eval_every or max(1, epoch), best_metric=args.best_metric or
           BEST_METRIC[args.task], patience=args.patience or None)
     strategy = trainer_lib.make_strategy(args.strategy, args.tpu)
-    summary = trainer_lib.Trainer(trainer_lib.FinetuneTask(mc), [args.train_dir],
+    summary = trainer_lib.Trainer(trainer_lib.FinetuneTask(mc, args.coref_weight),
+                                  [args.train_dir],
                                   args.model_dir, mc, tc, strategy=strategy,
                                   init_fn=driver.init_fn(args), evaluation=evaluation,
                                   log_batches=args.log_batches).run()

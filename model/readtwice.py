@@ -101,12 +101,12 @@ class ReadTwiceModel(keras.Model):
       self.extract_memories = ExtractMemories(
           c.hidden_size, source=c.memory_source, sts_length=c.sts_length,
           max_memories=c.max_memories, initializer_range=c.initializer_range,
-          name="extract_memories")
+          kernel_init=c.memory_init, name="extract_memories")
       self.memory_attention = MemoryAttention(
           c.hidden_size, c.num_heads, c.max_segment_distance, top_k=c.memory_top_k,
           dropout=c.dropout, layer_norm_epsilon=c.layer_norm_epsilon,
           initializer_range=c.initializer_range, same_segment_only=c.same_segment_only,
-          memory_window=c.memory_window, name="memory_attention")
+          memory_window=c.memory_window, kernel_init=c.memory_init, name="memory_attention")
       self.second_read = TransformerStack(c.num_layers_second, name="bert_2", **stack)
       self.coref_bias = CorefBias(name="coref_bias")
     self.span_head = SpanHead(c.hidden_size, c.span_head_intermediate_size,

@@ -199,14 +199,26 @@ class Task:
     raise NotImplementedError
 
 
+# The coreference loss is the paper's auxiliary PRE-training task for ReadTwice(E) (appendix);
+# fine-tuning leaves it out unless asked (it pulls every mention memory of an entity towards
+# one vector, against carrying context).
+FINETUNE_COREF_WEIGHT = 0.0
+PRETRAIN_COREF_WEIGHT = 1.0
+
+
 class FinetuneTask(Task):
-  """Question answering: span OR-loss, answer type and supporting heads (+ coreference with
-  entity memories), from the records' answer labels."""
+  """Question answering: span OR-loss, answer type and supporting heads, from the records'
+  answer labels (+ the coreference loss on entity memories when ``coref_weight`` > 0)."""
 
   name = "finetune"
 
-  def __init__(self, model_config: configs_lib.ModelConfig):
+  def __init__(self, model_config: configs_lib.ModelConfig,
+               coref_weight: float = FINETUNE_COREF_WEIGHT):
     super().__init__(model_config)
+    if coref_weight < 0:
+      raise ValueError(f"coref_weight must be >= 0, got {coref_weight}")
+    self.coref_weight = float(coref_weight)
+    self.coref = self.coref and self.coref_weight > 0
     self.loss_keys = (("total", "span_begin", "span_end", "answer_type", "supporting")
                       + (("coref",) if self.coref else ()))
     self.stat_keys = self.memory_stat_keys()
@@ -215,8 +227,11 @@ class FinetuneTask(Task):
     return super().input_keys() + ANSWER_KEYS
 
   def step_metrics(self, outputs, features):
+    if not self.coref:  # no coreference term (nor its [M, M] pair matrix)
+      outputs = {k: v for k, v in outputs.items() if k != "memory_table"}
     out = losses_lib.readtwice_losses(outputs, features,
-                                      answer_type_mode=self.model_config.answer_type_mode)
+                                      answer_type_mode=self.model_config.answer_type_mode,
+                                      coref_weight=self.coref_weight)
     stats = self.memory_stats(outputs, features)
     if self.coref:
       stats["coref_pairs"] = out["coref_pairs"]
@@ -233,8 +248,13 @@ class PretrainTask(Task):
 
   name = "pretrain"
 
-  def __init__(self, model_config: configs_lib.ModelConfig, masking: masking_lib.MaskingConfig):
+  def __init__(self, model_config: configs_lib.ModelConfig, masking: masking_lib.MaskingConfig,
+               coref_weight: float = PRETRAIN_COREF_WEIGHT):
     super().__init__(model_config)
+    if coref_weight < 0:
+      raise ValueError(f"coref_weight must be >= 0, got {coref_weight}")
+    self.coref_weight = float(coref_weight)
+    self.coref = self.coref and self.coref_weight > 0
     self.masking = masking
     self.loss_keys = ("total", "mlm") + (("coref",) if self.coref else ())
     self.stat_keys = (("mlm_accuracy", "mlm_entity_accuracy", "masked_tokens")
@@ -261,7 +281,7 @@ class PretrainTask(Task):
       coref = losses_lib.coref_loss(outputs["memory_table"], outputs["memory_entity_id"],
                                     outputs["memory_mask"], outputs["coref_bias"])
       losses["coref"] = coref["loss"]
-      losses["total"] = mlm["loss"] + coref["loss"]
+      losses["total"] = mlm["loss"] + self.coref_weight * coref["loss"]
       pairs = coref["pairs"]
     stats = {"mlm_accuracy": mlm["accuracy"], "mlm_entity_accuracy": mlm["entity_accuracy"],
              "masked_tokens": mlm["weight"]}
@@ -304,13 +324,42 @@ def _fingerprint(pack: Mapping[str, tf.Tensor]) -> tf.Tensor:
   return tf.bitcast(tf.fingerprint(ids)[0], tf.int64)
 
 
+@dataclasses.dataclass(frozen=True)
+class GeneratedPacks:
+  """Packs made in memory instead of read from records (controlled tasks, benchmarks).
+
+  ``packs`` is a dict of NumPy arrays with a leading pack axis, holding the parsed-pack
+  features of :mod:`model.input` that the task reads (``token_ids`` ``[P, N, L]``,
+  ``document_index`` ``[P, N]``, ``mentions_*`` ``[P, K]``, ...).  The trainer cycles through
+  the P packs in order (shuffled per epoch when ``TrainConfig.shuffle``); the dataset is built
+  with ``from_tensor_slices``, so its iterator checkpoints like the records' one.
+  """
+  packs: Mapping[str, object]
+  seq_length: int
+  segments_per_pack: int
+  vocab_size: int
+
+  def manifest(self) -> Dict:
+    """A manifest-shaped dict of the packs' geometry (what :func:`check_compatible` reads)."""
+    return {"config": {"seq_length": self.seq_length,
+                       "segments_per_pack": self.segments_per_pack},
+            "tokenizer": {"vocab_size": self.vocab_size}}
+
+  def dataset(self, *, shuffle: bool, seed: int) -> tf.data.Dataset:
+    ds = tf.data.Dataset.from_tensor_slices(dict(self.packs))
+    if shuffle:
+      n = int(next(iter(self.packs.values())).shape[0])
+      ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True)
+    return ds.repeat()
+
+
 class Trainer:
   """Runs ``train_config.steps`` steps of ``task`` on ``records_dirs`` (see module docstring).
 
   Args:
     task: a :class:`Task`.
     records_dirs: pipeline output dirs (their manifests must agree; see
-      :func:`read_manifests`).
+      :func:`read_manifests`), or a :class:`GeneratedPacks`.
     model_dir: checkpoints, ``config.json``, ``tb/``, ``metrics.json`` (any gfile path).
     model_config, train_config: the configs (saved to ``config.json``).
     strategy: a ``tf.distribute`` strategy (default: the one-device default strategy).
@@ -330,7 +379,8 @@ class Trainer:
                log_fn: Optional[Callable[[Dict], None]] = None,
                log_batches: bool = False):
     self.task = task
-    self.records_dirs = list(records_dirs)
+    self.generated = records_dirs if isinstance(records_dirs, GeneratedPacks) else None
+    self.records_dirs = [] if self.generated else list(records_dirs)
     self.model_dir = model_dir
     self.mc = model_config
     self.tc = train_config
@@ -339,7 +389,8 @@ class Trainer:
     self.evaluation = evaluation
     self.log_fn = log_fn
     self.log_batches = log_batches
-    self.manifests = read_manifests(self.records_dirs)
+    self.manifests = ([self.generated.manifest()] if self.generated
+                      else read_manifests(self.records_dirs))
     cfg = self.manifests[0]["config"]
     self.seq_length = int(cfg["seq_length"])
     self.segments_per_pack = int(cfg["segments_per_pack"])
@@ -364,8 +415,11 @@ class Trainer:
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
       self.best = tf.Variable(-math.inf, dtype=tf.float64, trainable=False, name="best_metric")
       self.stale = tf.Variable(0, dtype=tf.int64, trainable=False, name="stale_evaluations")
-    ds = records_dataset(self.records_dirs, self.manifests, shuffle=self.tc.shuffle,
-                         repeat=True, seed=self.tc.seed, max_mentions=self.task.max_mentions)
+    if self.generated:
+      ds = self.generated.dataset(shuffle=self.tc.shuffle, seed=self.tc.seed)
+    else:
+      ds = records_dataset(self.records_dirs, self.manifests, shuffle=self.tc.shuffle,
+                           repeat=True, seed=self.tc.seed, max_mentions=self.task.max_mentions)
     ds = self.task.prepare(ds, self.tc.seed).prefetch(2)
     self.iterator = iter(ds)
     self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,

@@ -22,7 +22,7 @@ from typing import Dict, Optional
 import keras
 import tensorflow as tf
 
-from model.layers.initializers import truncated_normal
+from model.layers.initializers import memory_kernel
 
 SOURCES = ("cls", "sts", "entity")
 MENTION_FEATURES = ("mentions_segment", "mentions_begin", "mentions_end", "mentions_entity_id",
@@ -84,6 +84,8 @@ class ExtractMemories(keras.layers.Layer):
       ``max_mentions``, the length of the ``mentions_*`` features (longer ones are refused);
       ignored by the other sources.
     initializer_range: stddev of the projection's truncated-normal kernel initializer.
+    kernel_init: ``"random"`` (truncated normal) or ``"identity"``: the projection starts as
+      the mean of the span's first and last states (``"cls"``: the CLS state, then ``tanh``).
 
   The one sublayer, ``projection`` (kept under that name for every source, so ``"cls"``
   checkpoints from before the other sources existed still load), is ``Dense(H, tanh)`` on
@@ -114,7 +116,8 @@ class ExtractMemories(keras.layers.Layer):
   """
 
   def __init__(self, hidden_size: int, source: str = "cls", sts_length: int = 32,
-               max_memories: Optional[int] = None, initializer_range: float = 0.02, **kwargs):
+               max_memories: Optional[int] = None, initializer_range: float = 0.02,
+               kernel_init: str = "random", **kwargs):
     super().__init__(**kwargs)
     if source not in SOURCES:
       raise ValueError(f"Unknown memory source {source!r}; expected one of {SOURCES}.")
@@ -129,9 +132,10 @@ class ExtractMemories(keras.layers.Layer):
     self.sts_length = sts_length
     self.max_memories = max_memories
     self.initializer_range = initializer_range
+    self.kernel_init = kernel_init
     self.projection = keras.layers.Dense(
         hidden_size, activation="tanh" if source == "cls" else None, name="projection",
-        kernel_initializer=truncated_normal(initializer_range))
+        kernel_initializer=memory_kernel(kernel_init, initializer_range))
 
   def num_memories(self, num_segments: int, seq_length: int) -> int:
     """Static M for a whole pack of ``num_segments`` x ``seq_length`` tokens."""
@@ -229,5 +233,6 @@ class ExtractMemories(keras.layers.Layer):
   def get_config(self):
     config = super().get_config()
     config.update(hidden_size=self.hidden_size, source=self.source, sts_length=self.sts_length,
-                  max_memories=self.max_memories, initializer_range=self.initializer_range)
+                  max_memories=self.max_memories, initializer_range=self.initializer_range,
+                  kernel_init=self.kernel_init)
     return config

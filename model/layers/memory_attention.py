@@ -16,7 +16,7 @@ from typing import Any, Optional
 import keras
 import tensorflow as tf
 
-from model.layers.initializers import truncated_normal
+from model.layers.initializers import memory_kernel, truncated_normal
 
 # Score of a memory a token may not read, in the softmax (finite, so no inf arithmetic; its
 # exp underflows to exactly 0 and it is also multiplied by a 0/1 mask).
@@ -110,6 +110,11 @@ class MemoryAttention(keras.layers.Layer):
   score go to the lower index, memories in their order before the no-op (see
   :func:`keep_top_k`).
 
+  ``kernel_init="identity"`` starts ``W_q``, ``W_k``, ``W_v`` and ``W_o`` as identities (biases
+  0): the scores are then ``x_t . m_j / sqrt(d)`` per head and the read is the memories'
+  weighted mean, so tokens read the memories most similar to themselves at full scale from
+  the first step (see ``ModelConfig.memory_init``).
+
   ``query_token_mask`` (entity-only / sparse application): tokens with 0 are returned bit-
   identical (no residual, no LayerNorm); tokens with 1 get the output above.
 
@@ -145,7 +150,7 @@ class MemoryAttention(keras.layers.Layer):
                top_k: Optional[int] = None, dropout: float = 0.1,
                layer_norm_epsilon: float = 1e-12, initializer_range: float = 0.02,
                same_segment_only: bool = False, learned_noop_value: bool = False,
-               memory_window: Optional[int] = None, **kwargs):
+               memory_window: Optional[int] = None, kernel_init: str = "random", **kwargs):
     super().__init__(**kwargs)
     if hidden_size % num_heads:
       raise ValueError("hidden_size must be divisible by num_heads.")
@@ -166,10 +171,12 @@ class MemoryAttention(keras.layers.Layer):
     if memory_window is not None and memory_window < 1:
       raise ValueError(f"memory_window must be None or >= 1, got {memory_window}")
     self.memory_window = memory_window
+    self.kernel_init = kernel_init
     # One initializer instance per weight (a shared one would make them identical; see
     # model.layers.initializers).
     def dense(name):
-      return keras.layers.Dense(hidden_size, kernel_initializer=truncated_normal(initializer_range),
+      return keras.layers.Dense(hidden_size,
+                                kernel_initializer=memory_kernel(kernel_init, initializer_range),
                                 name=name)
 
     self.query = dense("query")
@@ -319,5 +326,6 @@ class MemoryAttention(keras.layers.Layer):
                   dropout=self.dropout_rate, layer_norm_epsilon=self.layer_norm_epsilon,
                   initializer_range=self.initializer_range,
                   same_segment_only=self.same_segment_only,
-                  learned_noop_value=self.learned_noop_value, memory_window=self.memory_window)
+                  learned_noop_value=self.learned_noop_value, memory_window=self.memory_window,
+                  kernel_init=self.kernel_init)
     return config
