@@ -14,7 +14,8 @@ Rungs (``RUNGS``):
   segment B mentions the same entities by name alone; the answer is B's mention of the marked
   entity.  Only memory can solve it (B alone has no marker).
 * ``R1`` lookup-then-read: as R0, but B's mentions are ``[the, name]``, each followed by a
-  random word, and the answer is the word after the marked entity's mention.
+  random word (from a small pool of its own), and the answer is the word after the marked
+  entity's mention.
 * ``R2`` local control: the bridge ``book -> author -> city``.  Facts ``[book, by, author]``
   and ``[author, from, city]`` for ``candidates`` books, authors and cities, all in ONE
   segment (the other one holds the question and fillers); the question names a book, the
@@ -40,7 +41,8 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 PAD, CLS, SEP, THE, MARK, BY, FROM, QUESTION = 0, 1, 2, 3, 4, 5, 6, 7
-FILLER_FIRST, FILLERS = 10, 32  # filler words 10..41
+WORD_FIRST, WORDS = 10, 8  # R1's words after a mention 10..17
+FILLER_FIRST, FILLERS = WORD_FIRST + WORDS, 24  # filler words 18..41
 NAME_FIRST = FILLER_FIRST + FILLERS  # entity names 42..vocab_size-1
 VOCAB_SIZE = 256
 # TOKEN_KIND_* of schemas.records (copied: this module stays free of the project's imports).
@@ -125,7 +127,7 @@ def _lookup_doc(rng, rung: str, g: Geometry, first_id: int):
     if rung == "R0":
       b_units.append([(int(names[i]), ids[i], "answer" if i == marked else "")])
     else:
-      word = FILLER_FIRST + int(rng.integers(FILLERS))
+      word = WORD_FIRST + int(rng.integers(WORDS))
       b_units.append([(THE, 0, "det"), (int(names[i]), ids[i], "reader" if i == marked else ""),
                       (word, 0, "answer" if i == marked else "")])
   b = _layout(rng, [CLS], [KIND_SPECIAL], b_units, g.seq_length)
@@ -135,8 +137,10 @@ def _lookup_doc(rng, rung: str, g: Geometry, first_id: int):
 
 def _bridge_doc(rng, rung: str, g: Geometry, first_id: int):
   k = g.candidates
-  names = rng.choice(np.arange(NAME_FIRST, VOCAB_SIZE), size=3 * k, replace=False)
-  books, authors, cities = (names[i * k:(i + 1) * k] for i in range(3))
+  # Books, authors and cities come from three disjoint name pools (kinds of names, as in
+  # text); which name plays which part is drawn afresh for every document.
+  pools = np.array_split(np.arange(NAME_FIRST, VOCAB_SIZE), 3)
+  books, authors, cities = (rng.choice(pool, size=k, replace=False) for pool in pools)
   book_ids = [first_id + i for i in range(k)]
   author_ids = [first_id + k + i for i in range(k)]
   city_ids = [first_id + 2 * k + i for i in range(k)]

@@ -169,6 +169,7 @@ def run_one(job: Dict) -> Dict:
   mc = model_config(name, job["size"], g, **job.get("overrides", {}))
   tc = configs.TrainConfig(learning_rate=job["learning_rate"], steps=steps, optimizer="adamw",
                            warmup_steps=steps // 10, seed=seed, checkpoint_every=steps,
+                           end_learning_rate_fraction=job.get("end_lr_fraction", 0.0),
                            log_every=job["log_every"], steps_per_loop=job["log_every"],
                            max_checkpoints=1, shuffle=False)
   # Fresh documents every step: as many training packs as steps (seeded apart from dev).
@@ -298,7 +299,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   help="training steps (packs of 8 documents) per run (default: per rung)")
   ap.add_argument("--size", default="tiny", choices=sorted(SIZES))
   ap.add_argument("--learning_rate", type=float, default=1e-3)
-  ap.add_argument("--dev_packs", type=int, default=25, help="dev packs (8 documents each)")
+  ap.add_argument("--end_lr_fraction", type=float, default=0.0,
+                  help="learning rate at the last step as a fraction of the peak (linear decay "
+                       "after a 10%% warm-up)")
+  ap.add_argument("--dev_packs", type=int, default=50, help="dev packs (8 documents each)")
   ap.add_argument("--log_every", type=int, default=50)
   ap.add_argument("--coref_weight", type=float, default=0.0)
   ap.add_argument("--override", action="append", default=[],
@@ -336,6 +340,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   jobs = [dict(rung=r, model=m, seed=s, steps=args.steps or steps[r], size=args.size,
                learning_rate=args.learning_rate, dev_packs=args.dev_packs,
                log_every=args.log_every, coref_weight=args.coref_weight,
+               end_lr_fraction=args.end_lr_fraction,
                overrides=overrides if m != "plain" else {})
           for r in rungs for s in range(args.seeds) for m in models]
   threads = args.threads or max(1, (os.cpu_count() or 2) // args.parallel)

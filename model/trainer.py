@@ -548,6 +548,7 @@ class Trainer:
     history, evaluations, stopped_early = [], [], False
     seconds = 0.0
     segments = 0
+    warned_dropped = False
     while int(self.step.numpy()) < tc.steps:
       step = int(self.step.numpy())
       n = self._next_stop(step) - step
@@ -565,6 +566,12 @@ class Trainer:
       if self.log_batches:
         metrics["batches"] = [format(int(x) & (2**64 - 1), "016x") for x in prints.numpy()]
       history.append(metrics)
+      if metrics.get("mentions_dropped", 0.0) > 0 and not warned_dropped:
+        warned_dropped = True
+        print(f"warning: {metrics['mentions_dropped']:g} entity mentions per pack (mean over "
+              f"steps {step - n + 1}-{step}) did not fit max_memories={self.mc.max_memories} "
+              "and have no memory; raise max_memories in the model config (--model_config) "
+              "or write packs with fewer segments", file=sys.stderr, flush=True)
       if step % tc.log_every == 0 or step == tc.steps:
         log(metrics)
         with writer.as_default(step=step):

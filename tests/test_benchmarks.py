@@ -24,6 +24,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ("narrativeqa_memory.py", ["--words", "5000", "--questions", "3"]),
     ("model_step.py", ["--small"]),
     ("scale_out.py", ["--sizes_mb", "0.2,0.4", "--runs", "1"]),
+    ("memory_ladder.py", ["--rungs", "R3", "--models", "E,E(SS)", "--seeds", "1", "--steps", "4",
+                          "--dev_packs", "1", "--parallel", "1", "--log_every", "2"]),
     ("input_pipeline.py", ["--pages", "30", "--seq_length", "128", "--segments_per_pack", "8",
                            "--max_mentions", "128", "--seconds", "1", "--repeats", "1"]),
 ])

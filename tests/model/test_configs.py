@@ -60,7 +60,17 @@ def test_paper_presets_round_trip_and_differ_as_the_paper_says():
   assert cs["readtwice_e_ss_10l"].num_layers_first + cs["readtwice_e_ss_10l"].num_layers_second \
       == cs["roberta_base"].num_layers_first == 12
   assert not cs["roberta_base"].use_memory and all(cs[n].use_memory for n in names[:5])
-  assert configs.preset("tiny_e").max_memories == 64 and configs.preset("tiny_e").hidden_size == 64
+  assert configs.preset("tiny_e").max_memories == 256 and configs.preset("tiny_e").hidden_size == 64
+  # ReadTwice(E) and its ablations: sparse application (appendix) and the identity memory init;
+  # the CLS / STS variants keep dense application and random init (not measured on the ladder).
+  for n in ("readtwice_e", "readtwice_e_ss", "readtwice_e_ss_10l", "tiny_e", "tiny_e_ss"):
+    c = configs.preset(n)
+    assert (c.memory_application, c.memory_init) == ("entity", "identity"), n
+  for n in ("readtwice_cls", "readtwice_sts", "tiny_cls"):
+    c = configs.preset(n)
+    assert (c.memory_application, c.memory_init) == ("all", "random"), n
+  with pytest.raises(ValueError, match="memory_init"):
+    configs.tiny(memory_init="zeros")
   # The appendix's heads: a span FFN as wide as the model, the (segment x type) answer type.
   assert all(cs[n].answer_type_mode == "paper" and cs[n].span_head_intermediate_size == 768
              for n in names)
