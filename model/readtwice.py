@@ -16,7 +16,9 @@ Outputs (dict):
 * ``mlm_logits``: float ``[N, P, V]`` when the inputs hold ``masked_positions`` ``[N, P]``
   (the MLM head, tied to the token embeddings, on the second read's output).
 * with memory: ``memories`` (this replica's ``[M, H]``), ``memory_table`` / ``memory_entity_id``
-  / ``memory_mask`` (all replicas' memories, for the coreference loss), ``coref_bias`` and
+  / ``memory_mask`` (all replicas' memories, for the coreference loss; with
+  ``memory_init="identity"`` the table is scaled by ``H^-1/4``, so the loss' logits are
+  ``m_i . m_j / sqrt(H)``), ``coref_bias`` and
   ``memory_noop_probability`` float ``[N, L]`` (the no-op's attention weight per token, mean
   over heads) and ``memory_readers`` int ``[N, L]`` (1 for the tokens that read memories: real
   tokens, or with ``memory_application="entity"`` mention tokens).
@@ -162,7 +164,13 @@ class ReadTwiceModel(keras.Model):
       token_mask, (x, noop) = self._read_memories(inputs, x, table, training,
                                                   return_noop_probability=True)
       x = self.second_read(x, attention_mask=input_mask, training=training)
-      extra = {"memories": local["memories"], "memory_table": table["memories"],
+      # The coreference logits m_i . m_j: identity-initialised memories are token-state sized
+      # (norm ~ sqrt(H)), so their table is scaled by H^-1/4 (logits / sqrt(H)) to start where
+      # 0.02-initialised ones do.
+      coref_table = table["memories"]
+      if self.config.memory_init == "identity":
+        coref_table = coref_table * float(self.config.hidden_size) ** -0.25
+      extra = {"memories": local["memories"], "memory_table": coref_table,
                "memory_entity_id": table["entity_id"], "memory_mask": table["mask"],
                "coref_bias": self.coref_bias(local["memories"]),
                "memory_noop_probability": noop,

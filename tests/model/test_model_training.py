@@ -116,5 +116,6 @@ def test_train_cli_trains_readtwice_e_on_wikipedia_records(tmp_path, capsys):
                      "tiny_e", "--steps", "2"]) == 0
   lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
   steps = [x for x in lines if "step" in x]
-  assert len(steps) == 2 and all("coref" in x and x["mentions_dropped"] == 0 for x in steps)
-  assert steps[0]["coref_pairs"] > 0
+  # Fine-tuning leaves the coreference loss (a pre-training task in the paper) out by default.
+  assert len(steps) == 2 and all("coref" not in x and x["mentions_dropped"] == 0 for x in steps)
+  assert all(0.0 <= x["memory_noop_rate"] <= 1.0 for x in steps)
