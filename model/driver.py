@@ -31,6 +31,23 @@ def clipnorm_flag(text: str) -> Optional[float]:
     raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
 
 
+def nonnegative_float(text: str) -> float:
+  """A flag value that is a number >= 0."""
+  try:
+    value = float(text)
+  except ValueError:
+    raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+  if not value >= 0:
+    raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+  return value
+
+
+def add_coref_flag(p: argparse.ArgumentParser, default: float, why: str) -> None:
+  """``--coref_weight``: the weight of the coreference loss on entity memories."""
+  p.add_argument("--coref_weight", type=nonnegative_float, default=default,
+                 help=f"weight of the coreference loss on entity memories ({why})")
+
+
 def add_common_flags(p: argparse.ArgumentParser, *, preset: str, optimizer: str,
                      learning_rate: float) -> None:
   """The model, initialisation, strategy, optimisation and checkpoint flags of both drivers."""

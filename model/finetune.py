@@ -59,9 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--steps", type=int, default=None, help="training steps (overrides --epochs)")
   driver.add_common_flags(p, preset="readtwice_e", optimizer="adamw",
                          learning_rate=PAPER_LEARNING_RATES[-1])
-  p.add_argument("--coref_weight", type=float, default=trainer_lib.FINETUNE_COREF_WEIGHT,
-                 help="weight of the coreference loss on entity memories (the paper uses it "
-                      "in pre-training only)")
+  driver.add_coref_flag(p, trainer_lib.FINETUNE_COREF_WEIGHT,
+                        "the paper uses it in pre-training only")
   g = p.add_argument_group("dev evaluation and early stopping")
   g.add_argument("--dev_dir", default=None, help="the dev split's pipeline output dir")
   g.add_argument("--dev_gold", default=None, help="the official dev file (as model.evaluate)")
@@ -89,8 +88,6 @@ def main(argv=None) -> int:
     p.error("--eval_every needs --dev_dir and --dev_gold")
   if args.steps is None and not args.epochs > 0:
     p.error(f"--epochs must be > 0, got {args.epochs}")
-  if args.coref_weight < 0:
-    p.error(f"--coref_weight must be >= 0, got {args.coref_weight}")
   if args.patience < 0:
     p.error(f"--patience must be >= 0, got {args.patience}")
   try:

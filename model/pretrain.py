@@ -81,9 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                  help="pipeline output dir; repeat the flag to train on several")
   p.add_argument("--steps", type=int, default=10000, help="training steps (packs)")
   driver.add_common_flags(p, preset="readtwice_e", optimizer="lamb", learning_rate=5e-4)
-  p.add_argument("--coref_weight", type=float, default=trainer_lib.PRETRAIN_COREF_WEIGHT,
-                 help="weight of the coreference loss on entity memories (the paper's "
-                      "auxiliary pre-training task)")
+  driver.add_coref_flag(p, trainer_lib.PRETRAIN_COREF_WEIGHT,
+                        "the paper's auxiliary pre-training task")
   m = masking_lib.MaskingConfig(mask_token_id=0, vocab_size=1)
   g = p.add_argument_group("masking")
   g.add_argument("--mention_mask_rate", type=float, default=m.mention_rate,
@@ -110,8 +109,6 @@ def main(argv=None) -> int:
   driver.check_flags(p, args)
   if args.eval_every is not None and not args.eval_records_dir:
     p.error("--eval_every needs --eval_records_dir")
-  if args.coref_weight < 0:
-    p.error(f"--coref_weight must be >= 0, got {args.coref_weight}")
   tc = driver.train_config(args, args.steps)
   try:
     manifests = trainer_lib.read_manifests(args.records_dir)

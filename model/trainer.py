@@ -163,11 +163,16 @@ class Task:
   loss_keys: Tuple[str, ...] = ("total",)
   stat_keys: Tuple[str, ...] = ()
 
-  def __init__(self, model_config: configs_lib.ModelConfig):
+  def __init__(self, model_config: configs_lib.ModelConfig, coref_weight: float = 0.0):
+    if coref_weight < 0:
+      raise ValueError(f"coref_weight must be >= 0, got {coref_weight}")
     self.model_config = model_config
     self.max_mentions = readtwice.max_mentions(model_config)
     self.has_memory = bool(model_config.use_memory)
-    self.coref = self.has_memory and model_config.memory_source == "entity"
+    self.coref_weight = float(coref_weight)
+    # The coreference loss needs entity memories and a positive weight.
+    self.coref = (self.has_memory and model_config.memory_source == "entity"
+                  and self.coref_weight > 0)
 
   def input_keys(self) -> Tuple[str, ...]:
     keys = readtwice.MODEL_INPUT_KEYS
@@ -214,11 +219,7 @@ class FinetuneTask(Task):
 
   def __init__(self, model_config: configs_lib.ModelConfig,
                coref_weight: float = FINETUNE_COREF_WEIGHT):
-    super().__init__(model_config)
-    if coref_weight < 0:
-      raise ValueError(f"coref_weight must be >= 0, got {coref_weight}")
-    self.coref_weight = float(coref_weight)
-    self.coref = self.coref and self.coref_weight > 0
+    super().__init__(model_config, coref_weight)
     self.loss_keys = (("total", "span_begin", "span_end", "answer_type", "supporting")
                       + (("coref",) if self.coref else ()))
     self.stat_keys = self.memory_stat_keys()
@@ -250,11 +251,7 @@ class PretrainTask(Task):
 
   def __init__(self, model_config: configs_lib.ModelConfig, masking: masking_lib.MaskingConfig,
                coref_weight: float = PRETRAIN_COREF_WEIGHT):
-    super().__init__(model_config)
-    if coref_weight < 0:
-      raise ValueError(f"coref_weight must be >= 0, got {coref_weight}")
-    self.coref_weight = float(coref_weight)
-    self.coref = self.coref and self.coref_weight > 0
+    super().__init__(model_config, coref_weight)
     self.masking = masking
     self.loss_keys = ("total", "mlm") + (("coref",) if self.coref else ())
     self.stat_keys = (("mlm_accuracy", "mlm_entity_accuracy", "masked_tokens")
