@@ -125,7 +125,8 @@ class _ReadSplitFn(beam.DoFn):
     with FileSystems.open(split.path, compression_type=_RAW) as f:
       if split.multistream:
         pages = dump_reader.iter_pages_in_range(f, split.path, split.start, split.end,
-                                                on_error=errors.append)
+                                                on_error=errors.append,
+                                                siteinfo=split.siteinfo)
       else:
         pages = dump_reader.iter_pages(f, split.path)
       try:

@@ -46,6 +46,22 @@ _ENGLISH_NAMESPACES: Tuple[Tuple[int, str], ...] = (
 # English aliases, valid on every wiki (siteinfo names take precedence).
 _ALIASES: Tuple[Tuple[str, int], ...] = (
     ("image", 6), ("image talk", 7), ("wp", 4), ("project", 4), ("project talk", 5))
+# MediaWiki's canonical (English) namespace names: they work on every wiki, whatever the local
+# names in its siteinfo (bgwiki: [[File:x]] is [[Файл:x]]).  The core namespaces exist on
+# every wiki; the extension ones (TimedText, Module) only where the siteinfo lists their key.
+_CANONICAL_CORE: Tuple[Tuple[int, str], ...] = (
+    (-2, "Media"), (-1, "Special"), (1, "Talk"), (2, "User"), (3, "User talk"), (4, "Project"),
+    (5, "Project talk"), (6, "File"), (7, "File talk"), (8, "MediaWiki"), (9, "MediaWiki talk"),
+    (10, "Template"), (11, "Template talk"), (12, "Help"), (13, "Help talk"), (14, "Category"),
+    (15, "Category talk"))
+_CANONICAL_EXTENSIONS: Tuple[Tuple[int, str], ...] = (
+    (710, "TimedText"), (711, "TimedText talk"), (828, "Module"), (829, "Module talk"))
+
+
+def _name_key(name: str) -> str:
+  """A namespace name as looked up: lower case (MediaWiki matches namespace prefixes
+  case-insensitively), ``_`` as space, whitespace runs as one space."""
+  return " ".join(name.replace("_", " ").split()).lower()
 
 
 @dataclass(frozen=True)
@@ -64,6 +80,20 @@ class SiteInfo:
     """Lower-cased namespace names and the English aliases (Image, WP, Project, ...) -> key;
     namespace 0 (no name) is not included."""
     out = {name.lower(): key for key, name in self.namespaces if key != 0 and name}
+    for alias, key in _ALIASES:
+      out.setdefault(alias, key)
+    return out
+
+  def link_names(self) -> Dict[str, int]:
+    """What a link or title prefix is matched against: :meth:`names` (the dump's own names
+    first) plus MediaWiki's canonical English names (``File``, ``Category``, ``Template``,
+    ``Project``, ...) of the wiki's namespaces, lower-cased, ``_`` as space.  For the English
+    table it equals :meth:`names`."""
+    out = {_name_key(name): key for key, name in self.namespaces if key != 0 and name}
+    keys = {key for key, _ in self.namespaces}
+    for key, name in _CANONICAL_CORE + tuple(
+        (k, n) for k, n in _CANONICAL_EXTENSIONS if k in keys):
+      out.setdefault(name.lower(), key)
     for alias, key in _ALIASES:
       out.setdefault(alias, key)
     return out
@@ -112,7 +142,7 @@ def _namespace_of(title: str, names: Dict[str, int]) -> int:
   prefix, sep, _ = title.partition(":")
   if not sep:
     return 0
-  return names.get(" ".join(prefix.replace("_", " ").split()).lower(), 0)
+  return names.get(_name_key(prefix), 0)
 
 
 def _page_of(elem: ET.Element, names: Dict[str, int], source_prefix: str) -> Page:
@@ -219,7 +249,7 @@ def iter_pages(fileobj: BinaryIO, path: str) -> Iterator[Page]:
   ``<ns>`` gets the namespace of its title prefix (by the dump's siteinfo, else English).
   Raises DumpError, after yielding the pages before the damage."""
   parser = ET.XMLPullParser(events=("start", "end"))
-  names = SiteInfo.default().names()
+  names = SiteInfo.default().link_names()
   root, depth = None, 0
   try:
     for chunk in _decompressed_chunks(fileobj, path):
@@ -239,7 +269,7 @@ def iter_pages(fileobj: BinaryIO, path: str) -> Iterator[Page]:
         if tag == "page":
           yield _page_of(elem, names, path)
         elif tag == "siteinfo":
-          names = _siteinfo_of(elem, root.get(_XML_LANG, "")).names()
+          names = _siteinfo_of(elem, root.get(_XML_LANG, "")).link_names()
         elem.clear()
         del root[:]
     parser.close()
@@ -407,7 +437,7 @@ class _StreamParser:
         yield _page_of(elem, self.names, self.source)
       elif tag == "siteinfo":
         self.siteinfo = _siteinfo_of(elem, self._root.get(_XML_LANG, ""))
-        self.names = self.siteinfo.names()
+        self.names = self.siteinfo.link_names()
       elem.clear()
       del self._root[:]
 
@@ -428,7 +458,7 @@ def iter_pages_in_range(fileobj: BinaryIO, path: str, start: int, end: int,
   already yielded from a damaged stream stay yielded.  A page without ``<ns>`` gets the
   namespace of its title prefix by ``siteinfo`` (else English).
   """
-  names = (siteinfo or SiteInfo.default()).names()
+  names = (siteinfo or SiteInfo.default()).link_names()
 
   def report(reason: str, offset: int, message: str) -> None:
     err = DumpError(reason, message, f"{path}@{offset}")
@@ -500,7 +530,7 @@ def iter_pages_in_range(fileobj: BinaryIO, path: str, start: int, end: int,
         except ET.ParseError as e:
           fail("malformed_xml", str(e))
       if stream.siteinfo is not None and siteinfo is None:
-        names = stream.siteinfo.names()
+        names = stream.siteinfo.link_names()
 
 
 def _next_stream(fileobj: BinaryIO, offset: int, end: int) -> Optional[int]:

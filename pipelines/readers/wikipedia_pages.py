@@ -43,9 +43,11 @@ class PageRules:
 
 
 def namespaces_of(siteinfo: Optional[SiteInfo]) -> wikitext.Namespaces:
-  """The wikitext namespace table of a dump (its ``<siteinfo>``, else English defaults)."""
+  """The wikitext namespace table of a dump (its ``<siteinfo>``, else English defaults): the
+  dump's own names, MediaWiki's canonical English names and aliases (``SiteInfo.link_names``)."""
   info = siteinfo or SiteInfo.default()
-  return wikitext.Namespaces(names=info.names(), first_letter_case=info.case != "case-sensitive")
+  return wikitext.Namespaces(names=info.link_names(),
+                             first_letter_case=info.case != "case-sensitive")
 
 
 Outcome = Tuple[str, Union[Tuple[Document, List[Tuple[str, str]]], Tuple[str, str], str]]

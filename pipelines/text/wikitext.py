@@ -19,12 +19,17 @@ Cleaning rules (what :func:`clean` keeps and drops):
   gives its display text, no Link.
 * File/Image/Media links (namespace 6, -2) are removed with their captions; ``[[Category:X]]`` is
   removed and ``X`` recorded in ``categories``; interwiki/language links ``[[de:Foo]]`` are
-  removed.  With a leading colon (``[[:Category:X|y]]``, ``[[:de:Foo|x]]``, ``[[:File:F.jpg]]``) and
-  for every other namespace (``[[Wikipedia:Foo|bar]]``) the display text is kept, no Link.
+  removed.  With a leading colon (``[[:Category:X|y]]``, ``[[:de:Foo|x]]``, ``[[:File:F.jpg]]``)
+  and for every other namespace (``[[Wikipedia:Foo|bar]]``) the display text is kept, no Link.
+  A namespace prefix is any name in the :class:`Namespaces` table (case-insensitive, ``_`` as
+  space); for a dump the table holds its ``<siteinfo>`` names (bgwiki ``Файл``, ``Категория``)
+  plus MediaWiki's canonical English names and built-in aliases (``File``, ``Image``,
+  ``Category``, ``Project``; :meth:`pipelines.readers.wikipedia.SiteInfo.link_names`).
 * Templates, parser functions and template arguments (``{{{1}}}``) are removed; the normalised
-  names of the templates the walk meets (lower case, ``_`` -> space, ``Template:`` dropped; for
-  ``{{NAME:arg}}`` magic words the part before the colon; parser functions ``{{#if:..}}`` are not
-  recorded) go to ``templates``, also those inside dropped sections.
+  names of the templates the walk meets (lower case, ``_`` -> space, ``Template:`` or another
+  namespace-10 name of the table (``Шаблон:``) dropped; for ``{{NAME:arg}}`` magic words the
+  part before the colon; parser functions ``{{#if:..}}`` are not recorded) go to ``templates``,
+  also those inside dropped sections.
 * Tags: ``<ref>``, ``<references>``, ``<gallery>``, ``<math>``, ``<chem>``, ``<score>``,
   ``<timeline>``, ``<syntaxhighlight>``, ``<source>``, ``<imagemap>``, ``<templatedata>``,
   ``<templatestyles>``, ``<graph>``, ``<mapframe>``, ``<includeonly>``, ``<style>``, ``<script>``,
@@ -289,7 +294,7 @@ def is_disambiguation(title: str, page: CleanPage,
   return False
 
 
-def _template_name(node: Template) -> Optional[str]:
+def _template_name(node: Template, namespaces: Namespaces) -> Optional[str]:
   nodes = node.name.nodes
   if len(nodes) == 1 and nodes[0].__class__ is Text:
     raw = nodes[0].value
@@ -301,7 +306,8 @@ def _template_name(node: Template) -> Optional[str]:
   colon_at = name.find(":")
   if colon_at >= 0:
     prefix = name[:colon_at].strip()
-    name = name[colon_at + 1:].strip() if prefix == "template" else prefix
+    template = prefix == "template" or namespaces.names.get(prefix) == 10
+    name = name[colon_at + 1:].strip() if template else prefix
   return name or None
 
 
@@ -362,7 +368,7 @@ class _Walker:
     """Inside a dropped section: keep the page's templates and categories."""
     cls = node.__class__
     if cls is Template:
-      name = _template_name(node)
+      name = _template_name(node, self.namespaces)
       if name:
         self.templates.append(name)
     elif cls is Wikilink:
@@ -414,7 +420,7 @@ class _Walker:
     return None
 
   def template(self, node: Template) -> None:
-    name = _template_name(node)
+    name = _template_name(node, self.namespaces)
     if name:
       self.templates.append(name)
 
