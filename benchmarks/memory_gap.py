@@ -16,7 +16,7 @@ vocabulary, ``pipelines.hotpotqa`` with spaCy + alias linking for the entity men
 
 Then, for every model and seed, the user's commands, each in its own process:
 
-  python -m model.finetune --task hotpotqa --preset tiny_<model> --train_dir records_train \
+  python -m model.finetune --task hotpotqa --preset tiny_<model> --records_dir records_train \
       --model_dir M --steps N --learning_rate LR --seed S --optimizer adamw
   python -m model.predict --records_dir records_dev --model_dir M --output predictions.json
   python -m model.evaluate --task hotpotqa --predictions predictions.json --gold dev.json
@@ -172,7 +172,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   model_dir = os.path.join(run_dir, "model")
   paths = data["paths"]
   lines = _run(["-m", "model.finetune", "--task", "hotpotqa", "--model_config", config_path,
-                "--train_dir", paths["records_train"], "--model_dir", model_dir,
+                "--records_dir", paths["records_train"], "--model_dir", model_dir,
                 "--steps", str(args.steps), "--learning_rate", str(args.learning_rate),
                 "--warmup_fraction", "0.1", "--optimizer", "adamw", "--seed", str(seed),
                 "--log_every", str(args.log_every), "--steps_per_loop", str(args.log_every),

@@ -13,3 +13,8 @@ Layering (Model Garden style):
 
 Importing this package does not import TensorFlow.
 """
+
+from schemas import cli as _cli
+
+# The first ``import tensorflow`` (by any model module) hides TensorFlow's start-up banners.
+_cli.quiet_tensorflow_banners()

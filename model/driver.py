@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from model import configs as configs_lib
 from model import trainer as trainer_lib
+from schemas import cli
 
 
 def clipnorm_flag(text: str) -> Optional[float]:
@@ -49,8 +50,10 @@ def add_coref_flag(p: argparse.ArgumentParser, default: float, why: str) -> None
 
 
 def add_common_flags(p: argparse.ArgumentParser, *, preset: str, optimizer: str,
-                     learning_rate: float) -> None:
-  """The model, initialisation, strategy, optimisation and checkpoint flags of both drivers."""
+                     learning_rate: float, warmup_fraction: float = 0.1,
+                     log_every: int = 100) -> None:
+  """The model, initialisation, strategy, optimisation and checkpoint flags of both drivers;
+  the defaults not given here are :class:`model.configs.TrainConfig`'s."""
   d = configs_lib.TrainConfig()
   p.add_argument("--model_dir", required=True,
                  help="config.json, checkpoints, tb/ and metrics.json go here (local or gs://); "
@@ -72,33 +75,40 @@ def add_common_flags(p: argparse.ArgumentParser, *, preset: str, optimizer: str,
                  help="TPU name for --strategy tpu ('local' on a Cloud TPU VM)")
   g.add_argument("--steps_per_loop", type=int, default=d.steps_per_loop,
                  help="train steps per tf.function call")
-  g.add_argument("--jit_compile", action="store_true", help="XLA-compile the replica step")
+  cli.bool_flag(g, "jit_compile", d.jit_compile, "XLA-compile the replica step")
   g = p.add_argument_group("optimisation")
   g.add_argument("--learning_rate", type=float, default=learning_rate,
                  help="peak learning rate (fine-tuning: the paper picks one of 5e-6, 1e-5, "
                       "3e-5 on the dev set)")
-  g.add_argument("--warmup_fraction", type=float, default=0.1,
-                 help="linear warm-up over this fraction of the steps, then linear decay")
-  g.add_argument("--end_learning_rate_fraction", type=float, default=0.0,
+  add_warmup_flag(g, warmup_fraction)
+  g.add_argument("--end_learning_rate_fraction", type=float,
+                 default=d.end_learning_rate_fraction,
                  help="learning rate at the last step, as a fraction of the peak")
-  g.add_argument("--optimizer", default=optimizer, choices=["adamw", "lamb"])
+  g.add_argument("--optimizer", default=optimizer, choices=["adamw", "lamb"],
+                 help="optimizer")
   g.add_argument("--weight_decay", type=float, default=d.weight_decay,
                  help="decoupled weight decay (not on LayerNorm parameters or biases)")
   g.add_argument("--clipnorm", type=clipnorm_flag, default=d.clipnorm,
                  help="per-variable gradient-norm clip after the cross-replica sum; 'none'")
   g.add_argument("--seed", type=int, default=d.seed,
                  help="seed for initialisation, dropout, shuffling and masking")
-  g.add_argument("--no_shuffle", dest="shuffle", action="store_false",
-                 help="read packs in file order")
+  cli.bool_flag(g, "shuffle", d.shuffle, "shuffle packs and files (--noshuffle: file order)")
   g = p.add_argument_group("checkpoints and logs")
   g.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every,
                  help="checkpoint interval (steps)")
   g.add_argument("--max_checkpoints", type=int, default=d.max_checkpoints,
                  help="checkpoints kept")
-  g.add_argument("--log_every", type=int, default=100,
+  g.add_argument("--log_every", type=int, default=log_every,
                  help="log / TensorBoard interval (steps)")
-  g.add_argument("--log_batches", action="store_true",
-                 help="log a fingerprint of every pack read (to check data order / resume)")
+  cli.bool_flag(g, "log_batches", False,
+                "log a fingerprint of every pack read (to check data order / resume)")
+
+
+def add_warmup_flag(p, default: float) -> None:
+  """``--warmup_fraction``: the one warm-up flag of every trainer command."""
+  p.add_argument("--warmup_fraction", type=float, default=default,
+                 help="linear warm-up over this fraction of the steps, in [0, 1], then linear "
+                      "decay")
 
 
 def train_config(args: argparse.Namespace, steps: int) -> configs_lib.TrainConfig:
@@ -159,7 +169,10 @@ def init_fn(args: argparse.Namespace) -> Optional[Callable]:
     from model import roberta  # pylint: disable=g-import-not-at-top
 
     def load(model):
-      report = roberta.initialize_from_roberta(model, args.init_roberta)
+      try:
+        report = roberta.initialize_from_roberta(model, args.init_roberta)
+      except roberta.CheckpointError as e:  # the files are at fault: one line, exit 1
+        raise trainer_lib.TrainingError(f"--init_roberta: {e}") from None
       print(json.dumps({"initialised_from_roberta": args.init_roberta, **report}), flush=True)
     return load
   return None
@@ -182,6 +195,12 @@ def check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     train_config(args, args.steps or 1)
   except ValueError as e:
     p.error(str(e))
+
+
+def error_message(error: BaseException, records_dirs) -> str:
+  """The one line for an error of a run: a corrupt record names its file and index."""
+  from model import input as input_lib  # pylint: disable=g-import-not-at-top
+  return input_lib.records_error(error, list(records_dirs)) or " ".join(str(error).split())
 
 
 def fail(prog: str, message: str) -> int:

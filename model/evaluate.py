@@ -5,7 +5,7 @@ Usage:
       --predictions P --gold G [--output out.json]
   task options:
     triviaqa:    --per_document  (Wikipedia: score per (question, document) pair)
-    narrativeqa: --protocol paper|raw  --no_meteor  --split train|valid|test
+    narrativeqa: --protocol paper|raw  --nometeor  --split train|valid|test
 
 Gold files: HotpotQA official JSON list; TriviaQA official rc question file
 (domain and VerifiedEval read from it); NarrativeQA `qaps.csv`.
@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional
 
 from model.evaluation import common, hotpotqa, narrativeqa, triviaqa
+from schemas import cli
 
 # Task name -> metrics module.
 TASKS: Dict[str, ModuleType] = {
@@ -154,15 +155,21 @@ def run(task: str, predictions_path: str, gold_path: str,
   return metrics
 
 
-def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-  """Parses command-line flags."""
-  parser = argparse.ArgumentParser(
-      prog='python -m model.evaluate',
-      description='Score predictions with the official metrics of a task.')
-  parser.add_argument('--task', required=True, choices=sorted(TASKS))
+EXAMPLE = ('python -m model.evaluate --task hotpotqa --predictions /tmp/predictions.json '
+           '--gold hotpot_dev_distractor_v1.json')
+
+
+def build_parser() -> cli.Parser:
+  """The command line (the shared contract of `schemas.cli`)."""
+  parser = cli.Parser('model.evaluate',
+                      'Score predictions with the official metrics of a task.', EXAMPLE)
+  parser.add_argument('--task', required=True, choices=sorted(TASKS),
+                      help='the official metrics to use')
   parser.add_argument('--predictions', required=True,
-                      help='predictions JSON file')
-  parser.add_argument('--gold', required=True, help='gold JSON file')
+                      help='predictions JSON file (as model.predict writes it)')
+  parser.add_argument('--gold', required=True,
+                      help='official gold file: HotpotQA JSON, TriviaQA rc question file, '
+                      'NarrativeQA qaps.csv')
   parser.add_argument('--output', default=None,
                       help='optional path to also write the metrics JSON')
   parser.add_argument('--per_document', action='store_true', default=None,
@@ -170,16 +177,21 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
   parser.add_argument('--protocol', choices=['paper', 'raw'], default=None,
                       help='narrativeqa: "paper" lowercases and strips a trailing '
                       'run of spaces/periods (default); "raw" scores as is')
-  parser.add_argument('--no_meteor', dest='meteor', action='store_false',
-                      default=None,
-                      help='narrativeqa: skip METEOR (needs Java + pycocoevalcap)')
+  cli.bool_flag(parser, 'meteor', None,
+                'narrativeqa: also METEOR (needs Java + pycocoevalcap; on by default)')
   parser.add_argument('--split', default=None,
                       help='narrativeqa: only score rows of this set '
                       '(train/valid/test)')
+  return parser
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+  """Parses command-line flags."""
+  parser = build_parser()
   args = parser.parse_args(argv)
   for flag, (task, _) in TASK_OPTIONS.items():
     if getattr(args, flag) is not None and args.task != task:
-      parser.error(f'--{"no_meteor" if flag == "meteor" else flag} only applies '
+      parser.error(f'--{"(no)meteor" if flag == "meteor" else flag} only applies '
                    f'to --task {task}')
   return args
 
@@ -226,20 +238,32 @@ def missing_warning(task: str, metrics: Dict[str, Any]) -> Optional[str]:
   return f'warning: {missing} of {n_gold} gold entries have no prediction'
 
 
+def unknown_warning(task: str, metrics: Dict[str, Any]) -> Optional[str]:
+  """The stderr warning about predictions whose id is not in the gold file, or None."""
+  unknown = metrics.get('n_ignored', 0)
+  if not unknown:
+    return None
+  return (f'warning: {unknown} predictions have ids that are not in the gold file and were '
+          f'not scored (wrong gold file or split for --task {task}?)')
+
+
+def print_warnings(task: str, metrics: Dict[str, Any]) -> None:
+  """Prints the missing- and unknown-id warnings (if any) on stderr."""
+  for warning in (missing_warning(task, metrics), unknown_warning(task, metrics)):
+    if warning:
+      print(warning, file=sys.stderr, flush=True)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
   """CLI entry point; returns the process exit code."""
   args = parse_args(argv)
-  try:
-    metrics = run(args.task, args.predictions, args.gold, args.output,
-                  **task_options(args))
-  except EvaluationError as e:
-    print(f'error: {e}', file=sys.stderr)
-    return 1
-  warning = missing_warning(args.task, metrics)
-  if warning:
-    print(warning, file=sys.stderr)
-  print(json.dumps(metrics, sort_keys=True))
-  return 0
+
+  def body():
+    metrics = run(args.task, args.predictions, args.gold, args.output, **task_options(args))
+    print_warnings(args.task, metrics)
+    return metrics
+
+  return cli.run_command('python -m model.evaluate', body, (EvaluationError,))
 
 
 if __name__ == '__main__':

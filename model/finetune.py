@@ -2,15 +2,15 @@
 
 CLI::
 
-  python -m model.finetune --task hotpotqa|triviaqa|narrativeqa --train_dir D --model_dir M \
-      [--dev_dir DD --dev_gold GOLD] [--init_checkpoint PRETRAINED | --init_roberta HF_DIR] \
+  python -m model.finetune --task hotpotqa|triviaqa|narrativeqa --records_dir D --model_dir M \
+      [--dev_records_dir DD --gold GOLD] [--init_checkpoint PRETRAINED | --init_roberta HF_DIR] \
       [--preset ...] [--epochs 6] [--learning_rate 3e-5] [--warmup_fraction 0.1] \
       [--optimizer adamw] [--eval_every N] [--patience 2] [--strategy cpu|mirrored|tpu] ...
 
 The paper's fine-tuning settings are the defaults: AdamW, 6 epochs, 10% linear warm-up then
 linear decay, learning rate chosen from {5e-6, 1e-5, 3e-5} on the dev set (``--learning_rate``;
-3e-5 by default), early stopping on the dev metric.  With ``--dev_dir`` (the dev split's
-pipeline output) and ``--dev_gold`` (the official dev file) the model is evaluated once per
+3e-5 by default), early stopping on the dev metric.  With ``--dev_records_dir`` (the dev
+split's pipeline output) and ``--gold`` (the official dev file) the model is evaluated once per
 epoch (``--eval_every`` steps), with the same decoding as ``model.predict`` and the official
 metrics of ``model.evaluate``; the best model is kept in ``<model_dir>/best`` (predict with
 ``--model_dir <model_dir>/best``), and training stops after ``--patience`` evaluations without
@@ -20,7 +20,6 @@ architecture) or checkpoint; a run that finds its own checkpoint in ``--model_di
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import tensorflow as tf
@@ -29,6 +28,7 @@ from model import driver
 from model import evaluate as evaluate_lib
 from model import predict as predict_lib
 from model import trainer as trainer_lib
+from schemas import cli
 
 TASKS = ("hotpotqa", "triviaqa", "narrativeqa")
 # The dev metric that selects the best checkpoint, per task (higher is better).
@@ -44,17 +44,23 @@ def dev_evaluation(task: str, dev_dir: str, dev_gold: str, reduction: str = "max
   def evaluate(model):
     predictions = predict_lib.predict_with_model(model, dev_dir, task=task, reduction=reduction,
                                                  max_packs=max_packs)
-    metrics = evaluate_lib.score(task, predictions, dev_gold, **options)
+    metrics = evaluate_lib.score(task, predictions, dev_gold, **options,
+                                 **predict_lib.score_options(task, predictions))
     return {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
   return evaluate
 
 
-def build_parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog="python -m model.finetune",
-                              description=__doc__.split("\n\n")[0],
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-  p.add_argument("--task", required=True, choices=TASKS)
-  p.add_argument("--train_dir", required=True, help="the train split's pipeline output dir")
+EXAMPLE = r"""python -m model.finetune --task hotpotqa \
+    --records_dir /tmp/hotpot_train_records --model_dir /tmp/model \
+    --dev_records_dir /tmp/hotpot_dev_records --gold hotpot_dev_distractor_v1.json \
+    --preset readtwice_e --init_checkpoint /tmp/pretrained --learning_rate 1e-5"""
+
+
+def build_parser() -> cli.Parser:
+  p = cli.Parser("model.finetune", __doc__.split("\n\n")[0], EXAMPLE)
+  p.add_argument("--task", required=True, choices=TASKS,
+                 help="the QA task: its loss heads, decoding and official dev metric")
+  p.add_argument("--records_dir", required=True, help="the train split's pipeline output dir")
   p.add_argument("--epochs", type=float, default=6.0, help="passes over the train packs")
   p.add_argument("--steps", type=int, default=None, help="training steps (overrides --epochs)")
   driver.add_common_flags(p, preset="readtwice_e", optimizer="adamw",
@@ -62,8 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
   driver.add_coref_flag(p, trainer_lib.FINETUNE_COREF_WEIGHT,
                         "the paper uses it in pre-training only")
   g = p.add_argument_group("dev evaluation and early stopping")
-  g.add_argument("--dev_dir", default=None, help="the dev split's pipeline output dir")
-  g.add_argument("--dev_gold", default=None, help="the official dev file (as model.evaluate)")
+  g.add_argument("--dev_records_dir", default=None,
+                 help="the dev split's pipeline output dir")
+  g.add_argument("--gold", default=None,
+                 help="the official gold file of the dev split (as model.evaluate)")
   g.add_argument("--eval_every", type=int, default=None,
                  help="evaluate every this many steps (default: once per epoch)")
   g.add_argument("--patience", type=int, default=2,
@@ -82,21 +90,21 @@ def main(argv=None) -> int:
   p = build_parser()
   args = p.parse_args(argv)
   driver.check_flags(p, args)
-  if bool(args.dev_dir) != bool(args.dev_gold):
-    p.error("--dev_dir and --dev_gold go together")
-  if args.eval_every is not None and not args.dev_dir:
-    p.error("--eval_every needs --dev_dir and --dev_gold")
+  if bool(args.dev_records_dir) != bool(args.gold):
+    p.error("--dev_records_dir and --gold go together")
+  if args.eval_every is not None and not args.dev_records_dir:
+    p.error("--eval_every needs --dev_records_dir and --gold")
   if args.steps is None and not args.epochs > 0:
     p.error(f"--epochs must be > 0, got {args.epochs}")
   if args.patience < 0:
     p.error(f"--patience must be >= 0, got {args.patience}")
   try:
-    manifests = trainer_lib.read_manifests([args.train_dir])
+    manifests = trainer_lib.read_manifests([args.records_dir])
     epoch = trainer_lib.packs_per_epoch(manifests)
-    if args.dev_dir:
-      trainer_lib.read_manifests([args.train_dir, args.dev_dir])
-      if not tf.io.gfile.exists(args.dev_gold):
-        raise trainer_lib.TrainingError(f"--dev_gold {args.dev_gold} does not exist")
+    if args.dev_records_dir:
+      trainer_lib.read_manifests([args.records_dir, args.dev_records_dir])
+      if not tf.io.gfile.exists(args.gold):
+        raise trainer_lib.TrainingError(f"--gold {args.gold} does not exist")
     steps = args.steps or max(1, int(round(args.epochs * epoch)))
     tc = driver.train_config(args, steps)
     mc = driver.model_config(args, manifests[0])
@@ -104,20 +112,22 @@ def main(argv=None) -> int:
     return driver.fail(p.prog, str(e))
   try:
     evaluation = None
-    if args.dev_dir:
+    if args.dev_records_dir:
       evaluation = trainer_lib.EvalSpec(
-          dev_evaluation(args.task, args.dev_dir, args.dev_gold, args.reduction,
+          dev_evaluation(args.task, args.dev_records_dir, args.gold, args.reduction,
                          args.eval_packs),
           every=args.eval_every or max(1, epoch), best_metric=args.best_metric or
           BEST_METRIC[args.task], patience=args.patience or None)
     strategy = trainer_lib.make_strategy(args.strategy, args.tpu)
     summary = trainer_lib.Trainer(trainer_lib.FinetuneTask(mc, args.coref_weight),
-                                  [args.train_dir],
+                                  [args.records_dir],
                                   args.model_dir, mc, tc, strategy=strategy,
                                   init_fn=driver.init_fn(args), evaluation=evaluation,
                                   log_batches=args.log_batches).run()
-  except (trainer_lib.TrainingError, evaluate_lib.EvaluationError) as e:
-    return driver.fail(p.prog, str(e))
+  except (trainer_lib.TrainingError, evaluate_lib.EvaluationError, predict_lib.PredictError,
+          tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+    return driver.fail(p.prog, driver.error_message(e, [args.records_dir] + (
+        [args.dev_records_dir] if args.dev_records_dir else [])))
   summary["packs_per_epoch"] = epoch
   return driver.finish(summary)
 

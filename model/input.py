@@ -243,14 +243,71 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
   return ds.prefetch(2)
 
 
+class RecordsError(ValueError):
+  """Records that cannot be read (corrupt, truncated, of another geometry); one line that names
+  the file."""
+
+
 def read_manifest(output_dir: str) -> Dict:
-  """Loads and validates ``<output_dir>/manifest.json`` (refuses other major versions)."""
+  """Loads and validates ``<output_dir>/manifest.json`` (refuses other major versions, a run
+  that did not finish -- no ``COMPLETED`` -- and one that wrote no records)."""
+  if not tf.io.gfile.isdir(output_dir):
+    raise FileNotFoundError(f"{output_dir} does not exist or is not a directory (expected a "
+                            "pipeline's --output_dir)")
   path = os.path.join(output_dir, manifest_lib.MANIFEST_FILE)
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f"{path} does not exist: {output_dir} is not the output directory "
                             "of a finished pipeline run")
   with tf.io.gfile.GFile(path) as f:
-    return manifest_lib.loads(f.read(), source=f"manifest {path}")
+    manifest = manifest_lib.loads(f.read(), source=f"manifest {path}")
+  if not tf.io.gfile.exists(os.path.join(output_dir, manifest_lib.COMPLETED_FILE)):
+    raise manifest_lib.ManifestError(
+        f"{output_dir} has no {manifest_lib.COMPLETED_FILE}: its pipeline run failed or has "
+        "not finished")
+  if not manifest.get("counts", {}).get("written", 1):
+    raise manifest_lib.ManifestError(
+        f"{output_dir} holds no records (its manifest counts 0 written documents); see "
+        f"{output_dir}/{manifest_lib.DEAD_LETTER_DIR}/ for why")
+  return manifest
+
+
+def find_corrupt_record(files: Sequence[str], compression: Optional[str] = None
+                        ) -> Optional[str]:
+  """``"<file>: bad data checksum in record 50."`` for the first corrupt or truncated record of
+  ``files`` (read with Python, checksums verified), or None if every record is sound."""
+  for path in files:
+    try:
+      with tf.io.gfile.GFile(path, "rb") as f:
+        for _ in tfrecord_io.iter_records(f, path, tfrecord_io.compression_of_path(
+            path, compression)):
+          pass
+    except (tfrecord_io.CorruptRecordError, OSError, EOFError) as e:
+      text = str(e)
+      return text if path in text else f"{path}: {text}"
+  return None
+
+
+def records_error(error: BaseException, records_dirs: Sequence[str]) -> Optional[str]:
+  """The one-line message for a TensorFlow error raised while reading ``records_dirs``' records
+  (corrupt or truncated record: the file and record index), or None if it is not one."""
+  if not isinstance(error, (tf.errors.DataLossError, tf.errors.OutOfRangeError)):
+    return None
+  files: List[str] = []
+  compression = None
+  for d in records_dirs:
+    try:
+      manifest = read_manifest(d)
+    except (OSError, ValueError):
+      continue
+    compression = tfrecord_io.manifest_compression(manifest)
+    files.extend(record_files(d, manifest))
+  found = find_corrupt_record(files, compression)
+  if found:
+    return f"corrupt records: {found.rstrip('.')}"
+  if isinstance(error, tf.errors.DataLossError):
+    first = " ".join(str(error.message).split("\n")[0].split())
+    return f"corrupt records in {', '.join(records_dirs)}: {first}"
+  return None
 
 
 def record_files(output_dir: str, manifest: Optional[Dict] = None) -> List[str]:

@@ -3,13 +3,18 @@
 CLI::
 
   python -m model.predict --records_dir D --model_dir M --output predictions.json \
-      [--task hotpotqa|triviaqa|narrativeqa] [--reduction max|sum] [--per_document]
+      [--gold GOLD] [--reduction max|sum]
+
+The task (and, for TriviaQA, whether the official keys are per (question, page):
+``--per_document``) is the records' own, read from their manifest; ``--task`` /
+``--per_document`` are only checks.
 
 Output (see :mod:`model.decoding`):
 
-* ``hotpotqa`` (default): ``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}``.
-* ``triviaqa``: ``{QuestionId: answer}``, or with ``--per_document``
-  ``{"<QuestionId>--<Filename>": answer}`` (one answer per question-document pair).
+* ``hotpotqa``: ``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}``.
+* ``triviaqa``: ``{QuestionId: answer}`` (Wikipedia), or for records of one document per
+  (question, page) -- web, or Wikipedia with the pipeline's ``--per_document`` --
+  ``{"<QuestionId>--<Filename>": answer}``.
 * ``narrativeqa``: ``{"<document_id>: <question>": answer}``.
 
 ``--reduction`` aggregates a question's span candidates across its segments, sub-documents and
@@ -21,19 +26,24 @@ Python API: :func:`predict` (loads the model from ``model_dir``) and :func:`pred
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import weakref
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import tensorflow as tf
 
 from model import decoding
 from model import input as input_lib
 from model import readtwice
+from model import trainer as trainer_lib
 from model.train import load_model
+from schemas import cli
+from schemas import manifest as manifest_lib
+from schemas import records
 
+# TriviaQA's per-document keys: "<QuestionId>--<Filename>" (schemas/documents.py).
+TRIVIAQA_KEY_SEPARATOR = "--"
 _OUTPUT_KEYS = ("begin_logits", "end_logits", "answer_type_logits", "supporting_logits")
 
 
@@ -58,24 +68,65 @@ def _forward_fn(model: readtwice.ReadTwiceModel) -> Callable:
   return forward
 
 
+class PredictError(ValueError):
+  """Records and model that do not go together, or a task the records contradict: one line."""
+
+
+def records_task(manifest: Mapping, documents: Mapping[str, Mapping]) -> Tuple[str, bool]:
+  """``(task, per_document)`` of a pipeline output: the job that wrote it, and for TriviaQA
+  whether its documents are (question, page) pairs -- the web domain, or Wikipedia with the
+  job's ``--per_document`` -- whose official keys are ``<QuestionId>--<Filename>``."""
+  job = manifest.get("job")
+  if job not in decoding.TASKS:
+    raise PredictError(f"the records were written by the {job!r} job, which has no questions; "
+                       f"model.predict reads the output of {', '.join(decoding.TASKS)}")
+  per_document = bool(manifest.get("config", {}).get("per_document")) or (
+      job == "triviaqa" and any(doc_id != d.get("question_id", doc_id)
+                                for doc_id, d in documents.items()))
+  return job, per_document and job == "triviaqa"
+
+
+def score_options(task: str, predictions: Mapping) -> Dict:
+  """``model.evaluate`` options that go with predictions: TriviaQA keys of (question, page)
+  pairs are scored per document."""
+  keyed_by_page = task == "triviaqa" and any(TRIVIAQA_KEY_SEPARATOR in k
+                                             for k in predictions)
+  return {"per_document": True} if keyed_by_page else {}
+
+
 def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
-                       task: str = "hotpotqa", reduction: str = "max",
-                       per_document: bool = False, top_k: int = 20,
+                       task: Optional[str] = None, reduction: str = "max",
+                       per_document: Optional[bool] = None, top_k: int = 20,
                        max_answer_tokens: int = 30, sp_threshold: float = 0.5,
                        max_packs: Optional[int] = None) -> Dict:
   """Predicts the questions of ``records_dir`` with an already built (restored) ``model``.
 
-  Returns the prediction object of ``task`` (:func:`model.decoding.task_predictions`), ready for
-  :func:`model.evaluate.score`.  ``records_dir`` may be any ``tf.io.gfile`` path.  ``max_packs``
-  (None: all) reads only the first packs, in record order (questions cut off by the limit are
-  predicted from the packs read).  The traced forward pass is cached per model, so periodic
-  calls during training do not retrace.
+  Returns the prediction object of the task (:func:`model.decoding.task_predictions`), ready for
+  :func:`model.evaluate.score`.  ``task`` and ``per_document`` follow the records
+  (:func:`records_task`) when None; given, they must agree with them (PredictError).
+  ``records_dir`` may be any ``tf.io.gfile`` path.  ``max_packs`` (None: all) reads only the
+  first packs, in record order (questions cut off by the limit are predicted from the packs
+  read).  The traced forward pass is cached per model, so periodic calls during training do not
+  retrace.
   """
-  decoding.check_task(task, per_document)
   if max_packs is not None and (isinstance(max_packs, bool) or
                                 not isinstance(max_packs, int) or max_packs < 1):
     raise ValueError(f"max_packs must be None or an int >= 1, got {max_packs!r}.")
-  decoder = decoding.Decoder(decoding.load_documents(records_dir), top_k=top_k,
+  manifest = input_lib.read_manifest(records_dir)
+  trainer_lib.check_compatible(model.config, manifest)
+  documents = decoding.load_documents(records_dir)
+  found_task, found_per_document = records_task(manifest, documents)
+  if task is not None and task != found_task:
+    raise PredictError(f"--task {task} contradicts the records: {records_dir} was written by "
+                       f"pipelines.{found_task}; leave --task out")
+  if per_document is not None and per_document != found_per_document:
+    raise PredictError(
+        f"--{'' if per_document else 'no'}per_document contradicts the records: {records_dir} "
+        f"holds {'one document per (question, page)' if found_per_document else 'one document per question'}; "
+        "leave the flag out")
+  task, per_document = found_task, found_per_document
+  decoding.check_task(task, per_document)
+  decoder = decoding.Decoder(documents, top_k=top_k,
                              max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
                              reduction=reduction,
                              answer_type_mode=model.config.answer_type_mode)
@@ -99,17 +150,18 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
 
 def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_k: int = 20,
             max_answer_tokens: int = 30, sp_threshold: float = 0.5,
-            checkpoint: Optional[str] = None, *, task: str = "hotpotqa",
-            reduction: str = "max", per_document: bool = False) -> Dict:
+            checkpoint: Optional[str] = None, *, task: Optional[str] = None,
+            reduction: str = "max", per_document: Optional[bool] = None) -> Dict:
   """Predicts every question in ``records_dir``; writes JSON to ``output`` if given.
 
   Loads the model from ``model_dir`` (``config.json`` + the latest, or the given, checkpoint)
-  and runs :func:`predict_with_model`.  Every path may be a ``tf.io.gfile`` path (local,
-  ``gs://``, ``ram://``).  Returns the prediction object of ``task``
-  (:func:`model.decoding.task_predictions`).
+  and runs :func:`predict_with_model` (``task`` / ``per_document``: None follows the records).
+  Every path may be a ``tf.io.gfile`` path (local, ``gs://``, ``ram://``).  Returns the
+  prediction object of the task (:func:`model.decoding.task_predictions`).
   """
-  decoding.check_task(task, per_document)  # before the model is loaded
+  manifest = input_lib.read_manifest(records_dir)  # before the model is loaded
   model, _ = load_model(model_dir, checkpoint)
+  trainer_lib.check_compatible(model.config, manifest)
   preds = predict_with_model(model, records_dir, task=task, reduction=reduction,
                              per_document=per_document, top_k=top_k,
                              max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold)
@@ -119,43 +171,72 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
   return preds
 
 
-def main(argv=None) -> int:
-  p = argparse.ArgumentParser(description="ReadTwice prediction.")
-  p.add_argument("--records_dir", required=True)
-  p.add_argument("--model_dir", required=True)
-  p.add_argument("--output", required=True)
-  p.add_argument("--top_k", type=int, default=20)
-  p.add_argument("--max_answer_tokens", type=int, default=30)
-  p.add_argument("--sp_threshold", type=float, default=0.5)
-  p.add_argument("--checkpoint", default=None)
-  p.add_argument("--task", choices=decoding.TASKS, default="hotpotqa",
-                 help="prediction format (default hotpotqa)")
+EXAMPLE = ("python -m model.predict --records_dir /tmp/hotpot_dev_records "
+           "--model_dir /tmp/model/best --output /tmp/predictions.json "
+           "--gold hotpot_dev_distractor_v1.json")
+
+
+def build_parser() -> cli.Parser:
+  p = cli.Parser("model.predict", __doc__.split("\n\n")[0], EXAMPLE)
+  p.add_argument("--records_dir", required=True,
+                 help="a QA pipeline's output dir (hotpotqa, triviaqa or narrativeqa); the task "
+                      "and TriviaQA's per-document keys follow its manifest")
+  p.add_argument("--model_dir", required=True,
+                 help="a model.finetune / model.train model dir (config.json + checkpoints), "
+                      "e.g. <model_dir>/best")
+  p.add_argument("--output", required=True, help="predictions JSON file to write")
+  p.add_argument("--checkpoint", default=None,
+                 help="checkpoint prefix to restore (default: the latest in --model_dir)")
+  p.add_argument("--task", choices=decoding.TASKS, default=None,
+                 help="optional check: the task the records must be of (default: theirs)")
+  cli.bool_flag(p, "per_document", None,
+                "TriviaQA: one answer per '<QuestionId>--<Filename>' document (default: as "
+                "the records are, per page for web)")
   p.add_argument("--reduction", choices=decoding.REDUCTIONS, default="max",
-                 help="per-question aggregation of span candidates (default max)")
-  p.add_argument("--per_document", action="store_true",
-                 help="triviaqa: one answer per '<QuestionId>--<Filename>' document")
+                 help="aggregation of a question's span candidates across its segments: max "
+                      "(best span) or sum (logsumexp per answer text)")
+  p.add_argument("--top_k", type=int, default=20,
+                 help="span candidates kept per segment before aggregation")
+  p.add_argument("--max_answer_tokens", type=int, default=30,
+                 help="longest answer span, in tokens")
+  p.add_argument("--sp_threshold", type=float, default=0.5,
+                 help="HotpotQA: supporting-fact probability above which a sentence is "
+                      "predicted")
   p.add_argument("--gold", default=None,
                  help="official gold file: also score the predictions with the same code as "
                  "`python -m model.evaluate` and print the metrics as the last line")
+  return p
+
+
+def main(argv=None) -> int:
+  p = build_parser()
   args = p.parse_args(argv)
-  if args.per_document and args.task != "triviaqa":
-    p.error("--per_document requires --task triviaqa")
-  preds = predict(args.records_dir, args.model_dir, args.output, args.top_k,
-                  args.max_answer_tokens, args.sp_threshold, args.checkpoint, task=args.task,
-                  reduction=args.reduction, per_document=args.per_document)
-  count = len(preds["answer"]) if args.task == "hotpotqa" else len(preds)
-  print(json.dumps({"output": args.output, "task": args.task, "reduction": args.reduction,
-                    "predictions": count}), flush=True)
-  if args.gold:
-    from model import evaluate  # pylint: disable=g-import-not-at-top
-    options = {"per_document": True} if args.per_document else {}
-    try:
-      metrics = evaluate.run(args.task, args.output, args.gold, **options)
-    except evaluate.EvaluationError as e:
-      print(f"error: {e}", file=sys.stderr)
-      return 1
-    print(json.dumps(metrics, sort_keys=True), flush=True)
-  return 0
+  for name in ("top_k", "max_answer_tokens"):
+    if getattr(args, name) < 1:
+      p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+  if not 0.0 <= args.sp_threshold <= 1.0:
+    p.error(f"--sp_threshold must be in [0, 1], got {args.sp_threshold}")
+  from model import evaluate  # pylint: disable=g-import-not-at-top
+
+  def body():
+    preds = predict(args.records_dir, args.model_dir, args.output, args.top_k,
+                    args.max_answer_tokens, args.sp_threshold, args.checkpoint, task=args.task,
+                    reduction=args.reduction, per_document=args.per_document)
+    task = input_lib.read_manifest(args.records_dir)["job"]
+    count = len(preds["answer"]) if task == "hotpotqa" else len(preds)
+    print(json.dumps({"output": args.output, "task": task, "reduction": args.reduction,
+                      "predictions": count}), flush=True)
+    if args.gold:
+      metrics = evaluate.run(task, args.output, args.gold, **score_options(task, preds))
+      evaluate.print_warnings(task, metrics)
+      return metrics
+    return None
+
+  return cli.run_command(p.prog, body, (PredictError, input_lib.RecordsError,
+                                        trainer_lib.TrainingError, evaluate.EvaluationError,
+                                        FileNotFoundError, manifest_lib.ManifestError,
+                                        records.SchemaVersionError),
+                         message_of=lambda e: input_lib.records_error(e, [args.records_dir]))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ the end, with fixed masks, and written to ``metrics.json`` (``final_eval``).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Dict, Optional, Sequence
 
@@ -31,6 +30,7 @@ from model import driver
 from model import losses as losses_lib
 from model import masking as masking_lib
 from model import trainer as trainer_lib
+from schemas import cli
 
 EVAL_SEED = 12345  # the held-out masks: one fixed draw, the same for every model compared
 
@@ -73,10 +73,13 @@ def mlm_evaluation(model, records_dirs: Sequence[str], task: trainer_lib.Pretrai
           "memory_noop_rate": noop / readers if readers else 0.0, "packs": float(packs)}
 
 
-def build_parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(prog="python -m model.pretrain",
-                              description=__doc__.split("\n\n")[0],
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+EXAMPLE = r"""python -m model.pretrain --records_dir /tmp/wiki_records \
+    --records_dir /tmp/books_records --model_dir /tmp/pretrained --preset readtwice_e \
+    --steps 10000 --eval_records_dir /tmp/wiki_heldout --eval_every 1000"""
+
+
+def build_parser() -> cli.Parser:
+  p = cli.Parser("model.pretrain", __doc__.split("\n\n")[0], EXAMPLE)
   p.add_argument("--records_dir", action="append", required=True,
                  help="pipeline output dir; repeat the flag to train on several")
   p.add_argument("--steps", type=int, default=10000, help="training steps (packs)")
@@ -91,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
                  help="share of the other context tokens masked, in whole-word spans")
   g.add_argument("--max_span_words", type=int, default=m.max_span_words,
                  help="span lengths are uniform in [1, this] words")
-  g.add_argument("--whole_entity", action="store_true",
-                 help="mask every mention of the same entity in a segment together")
+  cli.bool_flag(g, "whole_entity", False,
+                "mask every mention of the same entity in a segment together")
   g = p.add_argument_group("held-out evaluation")
   g.add_argument("--eval_records_dir", action="append", default=None,
                  help="held-out pipeline output dir (repeatable)")
@@ -131,8 +134,9 @@ def main(argv=None) -> int:
     summary = trainer_lib.Trainer(task, args.records_dir, args.model_dir, mc, tc,
                                   strategy=strategy, init_fn=driver.init_fn(args),
                                   evaluation=evaluation, log_batches=args.log_batches).run()
-  except trainer_lib.TrainingError as e:
-    return driver.fail(p.prog, str(e))
+  except (trainer_lib.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+    return driver.fail(p.prog, driver.error_message(
+        e, list(args.records_dir) + list(args.eval_records_dir or [])))
   return driver.finish(summary)
 
 

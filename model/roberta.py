@@ -6,7 +6,11 @@ A checkpoint directory (local or ``gs://``; every access goes through ``tf.io.gf
 little-endian header length, a JSON header and raw little-endian bytes; ``pytorch_model.bin``
 is a zip of ``<name>/data.pkl`` (a pickle whose tensors point at storages) and
 ``<name>/data/<key>`` (one raw storage each), read with a restricted unpickler that resolves
-nothing but tensor rebuilds, storage types and ``OrderedDict``.
+nothing but tensor rebuilds, storage types and ``OrderedDict``.  Every header (offsets inside
+the file, in order and non-overlapping, dtype x shape = byte length, known dtypes, valid UTF-8
+JSON; for torch files the pickle and each storage's declared size against its zip member) is
+checked before any tensor is read; a file that fails raises :class:`CheckpointError` with a
+one-line message naming it, which the CLI prints as its one error line (exit status 1).
 
 The mapping into :class:`model.readtwice.ReadTwiceModel` (post-LN, exact-erf GELU, like
 RoBERTa):
@@ -31,22 +35,24 @@ CLI (writes ``config.json``, ``model_config.json`` and a ``ckpt-0`` checkpoint t
 
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import io
 import json
+import math
 import pickle
 import posixpath
 import struct
 import sys
 import zipfile
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+import zlib
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 from model import configs as configs_lib
+from schemas import cli
 
 CONFIG_NAME = "config.json"
 VOCAB_NAME = "vocab.json"
@@ -68,12 +74,78 @@ _TORCH_STORAGES = {"DoubleStorage": "F64", "FloatStorage": "F32", "HalfStorage":
 # --------------------------------------------------------------------------- reading tensors
 
 
+class CheckpointError(ValueError):
+  """A checkpoint file that is not what it claims to be: a damaged or hostile header, offsets
+  or sizes that do not add up, an unknown dtype, a broken archive, a refused pickle.
+
+  The message is one line that names the file.  Every header is checked before any tensor is
+  read, and nothing is written.
+  """
+
+
+def _short(value: Any, limit: int = 80) -> str:
+  """``repr(value)``, cut to ``limit`` characters (file contents go into one-line messages)."""
+  text = repr(value)
+  return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _is_count(value: Any) -> bool:
+  """A non-negative int (not a bool)."""
+  return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+class _DuplicateKey(ValueError):
+  pass
+
+
+def _no_duplicates(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+  out = {}
+  for key, value in pairs:
+    if key in out:
+      raise _DuplicateKey(key)
+    out[key] = value
+  return out
+
+
+def _parse_json(raw: bytes, path: str, what: str) -> Any:
+  """UTF-8 JSON without duplicate keys, else :class:`CheckpointError`."""
+  try:
+    text = raw.decode("utf-8")
+  except UnicodeDecodeError as e:
+    raise CheckpointError(f"{path}: {what} is not valid UTF-8 (byte {e.start})") from None
+  try:
+    return json.loads(text, object_pairs_hook=_no_duplicates)
+  except _DuplicateKey as e:
+    raise CheckpointError(f"{path}: {what} has the key {_short(e.args[0])} twice") from None
+  except json.JSONDecodeError as e:
+    raise CheckpointError(f"{path}: {what} is not valid JSON ({e.msg} at line {e.lineno} "
+                          f"column {e.colno})") from None
+  except RecursionError:
+    raise CheckpointError(f"{path}: {what} is nested too deeply") from None
+
+
+def _read_json(path: str, what: str = "the file") -> Any:
+  with tf.io.gfile.GFile(path, "rb") as f:
+    return _parse_json(f.read(), path, what)
+
+
+def _read_json_object(path: str, what: str = "the file") -> Dict[str, Any]:
+  value = _read_json(path, what)
+  if not isinstance(value, dict):
+    raise CheckpointError(f"{path}: {what} is a JSON {type(value).__name__}, not an object")
+  return value
+
+
+def _file_size(path: str) -> int:
+  return int(tf.io.gfile.stat(path).length)
+
+
 def _decode(raw: bytes, code: str, shape: Sequence[int], big_endian: bool = False
            ) -> np.ndarray:
   """Raw bytes of one tensor -> numpy array of ``shape`` (floats widened to float32).
 
   Args:
-    raw: the tensor's bytes, C order.
+    raw: the tensor's bytes, C order (their length already checked against ``shape``).
     code: dtype code (``"F32"``, ``"F16"``, ``"BF16"``, ...; see ``_DTYPES``).
     shape: the tensor's shape (``[-1]``: 1-D of whatever length ``raw`` holds).
     big_endian: the bytes are big-endian (torch ``byteorder`` record).
@@ -95,26 +167,103 @@ def _decode(raw: bytes, code: str, shape: Sequence[int], big_endian: bool = Fals
   return array.reshape(shape)
 
 
-def _read_safetensors(path: str) -> Dict[str, np.ndarray]:
-  """All tensors of one ``.safetensors`` file (``name -> array``)."""
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+  """A weights file whose header has been validated: its tensor names, and ``load()`` to read
+  them (``name -> array``)."""
+  names: Tuple[str, ...]
+  load: Callable[[], Dict[str, np.ndarray]]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+  """One tensor of a safetensors header, validated."""
+  name: str
+  code: str
+  shape: Tuple[int, ...]
+  begin: int
+  end: int
+
+
+def _safetensors_entries(path: str, header: Any, data_bytes: int) -> List[_Entry]:
+  """The header's tensors in file order, after checking dtypes, shapes and that every tensor's
+  bytes lie inside the data section, match dtype x shape and overlap no other tensor's."""
+  if not isinstance(header, dict):
+    raise CheckpointError(f"{path}: the safetensors header is a JSON {type(header).__name__}, "
+                          "not an object")
+  entries = []
+  for name, info in header.items():
+    if name == "__metadata__":
+      if not isinstance(info, dict):
+        raise CheckpointError(f"{path}: __metadata__ is not a JSON object")
+      continue
+    where = f"{path}: tensor {_short(name)}"
+    if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= set(info):
+      raise CheckpointError(f"{where} is not an object with dtype, shape and data_offsets")
+    code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(code, str) or code not in _DTYPES:
+      raise CheckpointError(f"{where} has unknown dtype {_short(code)} (known: "
+                            f"{', '.join(sorted(_DTYPES))})")
+    if not isinstance(shape, list) or not all(_is_count(n) for n in shape):
+      raise CheckpointError(f"{where} has an invalid shape {_short(shape)}")
+    if not (isinstance(offsets, list) and len(offsets) == 2
+            and all(_is_count(o) for o in offsets) and offsets[0] <= offsets[1]):
+      raise CheckpointError(f"{where} has invalid data_offsets {_short(offsets)} (want "
+                            "[begin, end], 0 <= begin <= end)")
+    begin, end = offsets
+    if end > data_bytes:
+      raise CheckpointError(f"{where} claims bytes [{begin}, {end}) but the data section has "
+                            f"{data_bytes} bytes")
+    nbytes = math.prod(shape) * np.dtype(_DTYPES[code]).itemsize
+    if end - begin != nbytes:
+      raise CheckpointError(f"{where} is {code} {shape} ({nbytes} bytes) but its data_offsets "
+                            f"[{begin}, {end}) hold {end - begin} bytes")
+    entries.append(_Entry(name, code, tuple(shape), begin, end))
+  entries.sort(key=lambda e: (e.begin, e.end))
+  for before, after in zip(entries, entries[1:]):
+    if after.begin < before.end:
+      raise CheckpointError(f"{path}: tensors {_short(before.name)} [{before.begin}, "
+                            f"{before.end}) and {_short(after.name)} [{after.begin}, "
+                            f"{after.end}) overlap")
+  return entries
+
+
+def _plan_safetensors(path: str) -> _Plan:
+  """Validates the header of a ``.safetensors`` file (8-byte little-endian length, UTF-8 JSON,
+  then the data section) against the file's size; reads no tensor."""
+  file_bytes = _file_size(path)
   with tf.io.gfile.GFile(path, "rb") as f:
     head = f.read(8)
     if len(head) != 8:
-      raise ValueError(f"{path}: not a safetensors file (shorter than 8 bytes)")
+      raise CheckpointError(f"{path}: not a safetensors file ({len(head)} bytes, shorter than "
+                            "the 8-byte header length)")
     (size,) = struct.unpack("<Q", head)
+    if size > file_bytes - 8:
+      raise CheckpointError(f"{path}: the header length {size} exceeds the {file_bytes - 8} "
+                            "bytes that follow it")
     if size > MAX_HEADER_BYTES:
-      raise ValueError(f"{path}: safetensors header of {size} bytes is implausibly large")
-    header = json.loads(f.read(size).decode("utf-8"))
-    header.pop("__metadata__", None)
+      raise CheckpointError(f"{path}: a safetensors header of {size} bytes is implausibly "
+                            f"large (limit {MAX_HEADER_BYTES})")
+    raw = f.read(size)
+  if len(raw) != size:
+    raise CheckpointError(f"{path}: the header is truncated ({len(raw)} of {size} bytes)")
+  start = 8 + size
+  entries = _safetensors_entries(path, _parse_json(raw, path, "the safetensors header"),
+                                 file_bytes - start)
+
+  def load() -> Dict[str, np.ndarray]:
     tensors = {}
-    for name, info in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"][0]):
-      begin, end = info["data_offsets"]
-      f.seek(8 + size + begin)
-      raw = f.read(end - begin)
-      if len(raw) != end - begin:
-        raise ValueError(f"{path}: tensor {name!r} is truncated")
-      tensors[name] = _decode(raw, info["dtype"], info["shape"])
-  return tensors
+    with tf.io.gfile.GFile(path, "rb") as f:
+      for e in entries:
+        f.seek(start + e.begin)
+        data = f.read(e.end - e.begin) if e.end > e.begin else b""
+        if len(data) != e.end - e.begin:
+          raise CheckpointError(f"{path}: tensor {_short(e.name)} is truncated (the file "
+                                "changed while being read?)")
+        tensors[e.name] = _decode(data, e.code, e.shape)
+    return tensors
+
+  return _Plan(tuple(e.name for e in entries), load)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,100 +272,218 @@ class _StorageType:
   code: str
 
 
-def _rebuild_tensor_v2(storage: np.ndarray, storage_offset: int, size: Sequence[int],
-                       stride: Sequence[int], requires_grad=False, backward_hooks=None,
-                       metadata=None) -> np.ndarray:
-  """numpy stand-in for ``torch._utils._rebuild_tensor_v2``: a strided view of ``storage``
-  (1-D, in elements), copied, after checking that it stays inside the storage."""
+@dataclasses.dataclass(frozen=True)
+class _Storage:
+  """A storage a torch pickle refers to (``<prefix>data/<key>`` in the zip), not yet read."""
+  key: str
+  code: str
+  numel: int
+
+  @property
+  def nbytes(self) -> int:
+    return self.numel * np.dtype(_DTYPES[self.code]).itemsize
+
+
+@dataclasses.dataclass(frozen=True)
+class _TensorRef:
+  """A tensor of a torch pickle: a strided view of ``storage`` (in elements), not yet read."""
+  storage: _Storage
+  offset: int
+  size: Tuple[int, ...]
+  stride: Tuple[int, ...]
+
+
+class _Refused(Exception):
+  """Raised inside the unpickler: the pickle asks for something a weights file may not hold."""
+
+
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=False,
+                       backward_hooks=None, metadata=None) -> _TensorRef:
+  """Stand-in for ``torch._utils._rebuild_tensor_v2``: records the view after checking that it
+  stays inside the storage's declared size."""
   del requires_grad, backward_hooks
+  if not isinstance(storage, _Storage):
+    raise _Refused(f"a tensor is built from {type(storage).__name__}, not a storage")
   if metadata:  # conj / neg bits of complex or lazily negated tensors: not weights
-    raise pickle.UnpicklingError(f"unsupported tensor metadata {metadata!r}")
-  size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
-  if len(size) != len(stride) or min(size + stride + (storage_offset,), default=0) < 0:
-    raise pickle.UnpicklingError(f"invalid tensor layout size={size} stride={stride}")
+    raise _Refused(f"unsupported tensor metadata {_short(metadata)}")
+  if not (isinstance(size, tuple) and isinstance(stride, tuple) and len(size) == len(stride)
+          and all(_is_count(n) for n in size + stride + (storage_offset,))):
+    raise _Refused(f"invalid tensor layout size={_short(size)} stride={_short(stride)} "
+                   f"offset={_short(storage_offset)}")
   if 0 not in size:
     last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
-    if last >= storage.size:
-      raise pickle.UnpicklingError(f"tensor size={size} stride={stride} offset="
-                                   f"{storage_offset} reads past its storage of {storage.size}")
-  view = np.lib.stride_tricks.as_strided(
-      storage[storage_offset:], shape=size,
-      strides=tuple(s * storage.itemsize for s in stride), writeable=False)
-  return np.array(view)
+    if last >= storage.numel:
+      raise _Refused(f"a tensor of size={size} stride={stride} offset={storage_offset} reads "
+                     f"past its storage {storage.key!r} of {storage.numel} values")
+  return _TensorRef(storage, storage_offset, size, stride)
+
+
+# The pickled module of functions that live in ``os`` (``os.system`` pickles as posix.system).
+_MODULE_NAMES = {"posix": "os", "nt": "os"}
 
 
 class _TorchUnpickler(pickle.Unpickler):
-  """Unpickles a torch ``data.pkl`` into numpy arrays, resolving no other global.
-
-  Storages (persistent ids ``("storage", <X>Storage, key, location, numel)``) are read from
-  ``<prefix>data/<key>`` of the zip, once each.
-  """
+  """Unpickles a torch ``data.pkl`` into :class:`_TensorRef` s, resolving no other global and
+  reading no storage (persistent ids ``("storage", <X>Storage, key, location, numel)``)."""
 
   _GLOBALS = {("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
               ("collections", "OrderedDict"): collections.OrderedDict}
 
-  def __init__(self, data: bytes, archive: zipfile.ZipFile, prefix: str, big_endian: bool):
+  def __init__(self, data: bytes):
     super().__init__(io.BytesIO(data))
-    self._archive = archive
-    self._prefix = prefix
-    self._big_endian = big_endian
-    self._storages: Dict[str, np.ndarray] = {}
+    self.storages: Dict[str, _Storage] = {}
 
   def find_class(self, module: str, name: str):
     if (module, name) in self._GLOBALS:
       return self._GLOBALS[(module, name)]
     if module == "torch" and name in _TORCH_STORAGES:
       return _StorageType(_TORCH_STORAGES[name])
-    raise pickle.UnpicklingError(
-        f"refusing to load global {module}.{name}: a weights file may only hold tensors")
+    called = f"{_MODULE_NAMES.get(module, module)}.{name}"
+    raise _Refused(f"refused to load: the pickle calls {called[:80]} (only tensors and plain "
+                   "containers are allowed)")
 
   def persistent_load(self, pid):
     if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
-            and isinstance(pid[1], _StorageType)):
-      raise pickle.UnpicklingError(f"unsupported persistent id {pid!r}")
-    key = str(pid[2])
-    if key not in self._storages:
-      raw = self._archive.read(f"{self._prefix}data/{key}")
-      self._storages[key] = _decode(raw, pid[1].code, [-1], self._big_endian)
-    return self._storages[key]
+            and isinstance(pid[1], _StorageType) and isinstance(pid[2], (str, int))
+            and _is_count(pid[4])):
+      raise _Refused(f"unsupported persistent id {_short(pid)}")
+    storage = _Storage(str(pid[2]), pid[1].code, pid[4])
+    if self.storages.setdefault(storage.key, storage) != storage:
+      raise _Refused(f"storage {storage.key!r} is declared twice, differently")
+    return storage
 
 
-def _read_torch_bin(path: str) -> Dict[str, np.ndarray]:
-  """All tensors of a ``torch.save``d state dict (zip format, torch >= 1.6)."""
+def _view(storage: np.ndarray, ref: _TensorRef) -> np.ndarray:
+  view = np.lib.stride_tricks.as_strided(
+      storage[ref.offset:], shape=ref.size,
+      strides=tuple(s * storage.itemsize for s in ref.stride), writeable=False)
+  return np.array(view)
+
+
+# What reading a damaged zip member may raise.
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError,
+               RuntimeError, ValueError, KeyError)
+
+
+def _open_zip(f, path: str, file_bytes: int) -> zipfile.ZipFile:
+  start = f.read(4)
+  f.seek(0)
+  # (A file shorter than an end-of-central-directory record makes is_zipfile seek before the
+  # start, which GFile does not allow.)
+  if file_bytes < 22 or not zipfile.is_zipfile(f):
+    if start.startswith(b"PK"):
+      raise CheckpointError(f"{path}: a truncated or damaged zip archive (no end of central "
+                            "directory record)")
+    raise CheckpointError(f"{path}: not a zip-format torch checkpoint (the legacy pre-1.6 "
+                          "format is not supported; re-save it, or convert it to safetensors)")
+  f.seek(0)
+  try:
+    return zipfile.ZipFile(f)
+  except _ZIP_ERRORS as e:
+    raise CheckpointError(f"{path}: a damaged zip archive ({_short(str(e))})") from e
+
+
+def _read_member(archive: zipfile.ZipFile, member: str, path: str) -> bytes:
+  try:
+    return archive.read(member)
+  except _ZIP_ERRORS as e:
+    raise CheckpointError(f"{path}: cannot read {member} from the archive "
+                          f"({type(e).__name__}: {_short(str(e))})") from e
+
+
+def _plan_torch_bin(path: str) -> _Plan:
+  """Unpickles the ``data.pkl`` of a ``torch.save``d state dict (zip format, torch >= 1.6) and
+  checks every storage it uses against the archive; reads no storage."""
+  file_bytes = _file_size(path)
   with tf.io.gfile.GFile(path, "rb") as f:
-    if not zipfile.is_zipfile(f):
-      raise ValueError(f"{path}: not a zip-format torch checkpoint (the legacy pre-1.6 format "
-                       "is not supported; re-save it, or convert it to safetensors)")
-    f.seek(0)
-    with zipfile.ZipFile(f) as archive:
-      pickles = [n for n in archive.namelist()
+    with _open_zip(f, path, file_bytes) as archive:
+      names = archive.namelist()
+      pickles = [n for n in names
                  if n == "data.pkl" or (n.endswith("/data.pkl") and n.count("/") == 1)]
       if len(pickles) != 1:
-        raise ValueError(f"{path}: expected one data.pkl in the archive, found {pickles}")
+        raise CheckpointError(f"{path}: expected one data.pkl in the archive, found "
+                              f"{_short(pickles)}")
       prefix = pickles[0][:-len("data.pkl")]
-      names = set(archive.namelist())
-      order = (archive.read(prefix + "byteorder").decode().strip()
-               if prefix + "byteorder" in names else "little")
-      state = _TorchUnpickler(archive.read(pickles[0]), archive, prefix,
-                              big_endian=order == "big").load()
-  if not isinstance(state, Mapping):
-    raise ValueError(f"{path}: expected a state dict, got {type(state).__name__}")
-  return {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
+      order = "little"
+      if prefix + "byteorder" in names:
+        order = _read_member(archive, prefix + "byteorder", path).decode("ascii", "replace")
+        order = order.strip()
+        if order not in ("little", "big"):
+          raise CheckpointError(f"{path}: byteorder {_short(order)} is not little or big")
+      unpickler = _TorchUnpickler(_read_member(archive, pickles[0], path))
+      try:
+        state = unpickler.load()
+      except _Refused as e:
+        raise CheckpointError(f"{path}: {e}") from None
+      except Exception as e:  # a hostile or damaged pickle may fail in any way
+        raise CheckpointError(f"{path}: {pickles[0]} is not a valid torch pickle "
+                              f"({type(e).__name__}: {_short(str(e))})") from e
+      if not isinstance(state, Mapping):
+        raise CheckpointError(f"{path}: expected a state dict, got {type(state).__name__}")
+      refs = {k: v for k, v in state.items() if isinstance(v, _TensorRef)}
+      if not all(isinstance(k, str) for k in refs):
+        raise CheckpointError(f"{path}: the state dict has keys that are not strings")
+      storages = {ref.storage.key: ref.storage for ref in refs.values()}
+      for storage in storages.values():
+        member = f"{prefix}data/{storage.key}"
+        if member not in archive.NameToInfo:
+          raise CheckpointError(f"{path}: storage {storage.key!r} is missing from the archive "
+                                f"({member})")
+        info = archive.getinfo(member)
+        if info.file_size != storage.nbytes:
+          raise CheckpointError(
+              f"{path}: storage {storage.key!r} declares {storage.numel} {storage.code} values "
+              f"({storage.nbytes} bytes) but {member} has {info.file_size} bytes")
+        if info.header_offset + info.compress_size > file_bytes:
+          raise CheckpointError(f"{path}: {member} extends past the end of the file")
+
+  def load() -> Dict[str, np.ndarray]:
+    arrays = {}
+    with tf.io.gfile.GFile(path, "rb") as f, _open_zip(f, path, file_bytes) as archive:
+      for storage in storages.values():
+        member = f"{prefix}data/{storage.key}"
+        raw = _read_member(archive, member, path)
+        if len(raw) != storage.nbytes:
+          raise CheckpointError(f"{path}: {member} has {len(raw)} bytes, not "
+                                f"{storage.nbytes} (the file changed while being read?)")
+        arrays[storage.key] = _decode(raw, storage.code, [-1], big_endian=order == "big")
+    return {name: _view(arrays[ref.storage.key], ref) for name, ref in refs.items()}
+
+  return _Plan(tuple(refs), load)
+
+
+def _weight_files(path: str) -> List[str]:
+  """``[path]``, or the shards an ``*.index.json`` names (plain file names next to it)."""
+  if not path.endswith(".index.json"):
+    return [path]
+  weight_map = _read_json_object(path, "the index").get("weight_map")
+  if not isinstance(weight_map, dict) or not weight_map:
+    raise CheckpointError(f"{path}: no weight_map object (tensor name -> shard file)")
+  for name, shard in weight_map.items():
+    if (not isinstance(shard, str) or shard in ("", ".", "..") or "/" in shard
+        or "\\" in shard or shard.endswith(".index.json")):
+      raise CheckpointError(f"{path}: tensor {_short(name)} maps to {_short(shard)}, not a "
+                            "weights file next to the index")
+  directory = posixpath.dirname(path)
+  return [posixpath.join(directory, shard) for shard in sorted(set(weight_map.values()))]
 
 
 def _read_weights(path: str) -> Dict[str, np.ndarray]:
-  if path.endswith(".index.json"):
-    weight_map = _read_json(path)["weight_map"]
-    tensors = {}
-    for shard in sorted(set(weight_map.values())):
-      tensors.update(_read_weights(posixpath.join(posixpath.dirname(path), shard)))
-    return tensors
-  return _read_safetensors(path) if path.endswith(".safetensors") else _read_torch_bin(path)
-
-
-def _read_json(path: str) -> Any:
-  with tf.io.gfile.GFile(path, "r") as f:
-    return json.loads(f.read())
+  """All tensors of a weights file (or of the shards of an index), every header validated
+  before any tensor is read."""
+  plans = []
+  seen = set()
+  for file in _weight_files(path):
+    plan = _plan_safetensors(file) if file.endswith(".safetensors") else _plan_torch_bin(file)
+    for name in plan.names:
+      if name in seen:
+        raise CheckpointError(f"{file}: tensor {_short(name)} is also in another shard")
+      seen.add(name)
+    plans.append(plan)
+  tensors = {}
+  for plan in plans:
+    tensors.update(plan.load())
+  return tensors
 
 
 def _normalise_key(key: str) -> str:
@@ -247,13 +514,17 @@ def load_hf_checkpoint(path: str) -> Tuple[Dict[str, Any], Dict[str, np.ndarray]
   Returns:
     ``(hf_config, tensors)``: the parsed ``config.json`` and ``name -> array`` (float32 for
     floating tensors) with the ``roberta.`` prefix removed (``lm_head.*`` keys kept).
+
+  Raises:
+    CheckpointError: a damaged or hostile file (checked before any tensor is read).
   """
   hf_config = read_hf_config(path)
   tensors = {}
   for key, value in _read_weights(weights_file(path)).items():
     name = _normalise_key(key)
     if name in tensors:
-      raise ValueError(f"{path}: tensor {name!r} appears twice (with and without a prefix)")
+      raise CheckpointError(f"{path}: tensor {name!r} appears twice (with and without a "
+                            "prefix)")
     tensors[name] = value
   return hf_config, tensors
 
@@ -263,7 +534,7 @@ def read_hf_config(path: str) -> Dict[str, Any]:
   config_path = posixpath.join(path, CONFIG_NAME)
   if not tf.io.gfile.exists(config_path):
     raise FileNotFoundError(f"{path}: no {CONFIG_NAME} (not a Hugging Face checkpoint dir)")
-  return _read_json(config_path)
+  return _read_json_object(config_path, CONFIG_NAME)
 
 
 # --------------------------------------------------------------------------- configs
@@ -405,7 +676,7 @@ def _vocabulary(path: str, vocab_size: int, hf_rows: int, our_tokens: Optional[S
   tokens = list(our_tokens) if our_tokens is not None else default_tokens()
   if len(tokens) != vocab_size:
     raise ValueError(f"{len(tokens)} tokens given for a model with vocab_size {vocab_size}")
-  index = vocabulary_index(tokens, _read_json(vocab_path), hf_rows)
+  index = vocabulary_index(tokens, _read_json_object(vocab_path, VOCAB_NAME), hf_rows)
   missing = [t for t, i in zip(tokens, index) if i < 0]
   return index, {"mode": VOCAB_NAME, "rows": vocab_size, "mapped": vocab_size - len(missing),
                  "missing": len(missing), "missing_examples": missing[:10]}
@@ -558,11 +829,15 @@ def initialize_from_roberta(model, path: str, our_tokens: Optional[Sequence[str]
 # --------------------------------------------------------------------------- CLI
 
 
-def build_parser() -> argparse.ArgumentParser:
-  p = argparse.ArgumentParser(
-      prog="python -m model.roberta",
-      description="Build a ReadTwice model whose embeddings and BERT_1 (and MLM head) come "
-                  "from a Hugging Face RoBERTa checkpoint; write config.json and a checkpoint.")
+EXAMPLE = ("python -m model.roberta --hf_dir /tmp/roberta-base --model_dir /tmp/readtwice_init "
+           "--preset readtwice_e")
+
+
+def build_parser() -> cli.Parser:
+  p = cli.Parser(
+      "model.roberta",
+      "Build a ReadTwice model whose embeddings and BERT_1 (and MLM head) come "
+      "from a Hugging Face RoBERTa checkpoint; write config.json and a checkpoint.", EXAMPLE)
   p.add_argument("--hf_dir", required=True,
                  help="HF checkpoint dir: config.json, model.safetensors or pytorch_model.bin, "
                       "vocab.json (local or gs://)")
@@ -573,8 +848,8 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--vocab_file", default=None,
                  help="our tokenizer's vocab.json if the pipeline ran with --vocab_file "
                       "(default: the packaged GPT-2 vocabulary)")
-  p.add_argument("--same_vocab", action="store_true",
-                 help="our token ids are the checkpoint's (no vocab.json remapping)")
+  cli.bool_flag(p, "same_vocab", False,
+                "our token ids are the checkpoint's (no vocab.json remapping)")
   p.add_argument("--num_layers_first", type=int, default=None,
                  help="BERT_1 layers (default: the checkpoint's); fewer keeps the first ones")
   return p
@@ -585,7 +860,7 @@ def _our_tokens(args, hf_config: Mapping[str, Any]) -> Tuple[Optional[List[str]]
   if args.same_vocab:
     return None, int(hf_config.get("vocab_size", 0))
   if args.vocab_file:
-    tokens = tokens_from_vocab_json(_read_json(args.vocab_file))
+    tokens = tokens_from_vocab_json(_read_json_object(args.vocab_file, "--vocab_file"))
   else:
     tokens = default_tokens()
   return tokens, len(tokens)
@@ -631,6 +906,9 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     p.error("--same_vocab and --vocab_file exclude each other")
   try:
     report = convert(args)
+  except CheckpointError as e:  # one line, no usage: the files are at fault, not the flags
+    print(f"{p.prog}: error: {' '.join(str(e).split())}", file=sys.stderr)
+    return 1
   except (OSError, ValueError, tf.errors.OpError) as e:
     p.error(" ".join(str(e).split()))
   print(json.dumps(report), flush=True)

@@ -4,11 +4,11 @@ CLI::
 
   python -m model.train --records_dir <pipeline output dir> --model_dir <dir> \
       [--preset tiny|base | --model_config model.json] [--steps 1000] [--learning_rate 5e-5] \
-      [--warmup_steps 0] [--end_learning_rate_fraction 0] [--optimizer adamw|lamb] \
-      [--weight_decay 0.01] [--clipnorm 1.0|none] [--seed 0] [--no_shuffle] [--jit_compile] \
+      [--warmup_fraction 0] [--end_learning_rate_fraction 0] [--optimizer adamw|lamb] \
+      [--weight_decay 0.01] [--clipnorm 1.0|none] [--seed 0] [--noshuffle] [--jit_compile] \
       [--checkpoint_every 1000] [--max_checkpoints 3] [--log_every 1] [--steps_per_loop 1]
 
-e.g. ``--preset tiny --steps 120 --learning_rate 2e-3 --warmup_steps 10`` (the demo).  Every
+e.g. ``--preset tiny --steps 120 --learning_rate 2e-3 --warmup_fraction 0.08`` (the demo).  Every
 trainer flag defaults to the matching :class:`model.configs.TrainConfig` field (the values shown);
 invalid values (e.g. ``--steps 0``) print the usage and one ``error: ...`` line on stderr and
 exit with status 2.  It
@@ -20,7 +20,6 @@ checkpoints (``tf.train.CheckpointManager``, prefix ``ckpt``) and TensorBoard su
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import sys
@@ -34,6 +33,7 @@ from model import input as input_lib
 from model import optimization
 from model import readtwice
 from model import trainer as trainer_lib
+from schemas import cli
 
 
 # The optimisation pieces live in model.optimization; kept importable from here.
@@ -90,12 +90,14 @@ def load_model(model_dir: str, checkpoint: Optional[str] = None):
   return model, mc
 
 
-def build_parser() -> argparse.ArgumentParser:
+EXAMPLE = ("python -m model.train --records_dir /tmp/hotpot_records --model_dir /tmp/model "
+           "--preset tiny --steps 120 --learning_rate 2e-3 --warmup_fraction 0.08")
+
+
+def build_parser() -> cli.Parser:
   """The CLI; every trainer flag's default is the matching ``TrainConfig`` field's default."""
   d = configs_lib.TrainConfig()
-  p = argparse.ArgumentParser(prog="python -m model.train",
-                              description=__doc__.split("\n\n")[0],
-                              formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+  p = cli.Parser("model.train", __doc__.split("\n\n")[0], EXAMPLE)
   p.add_argument("--records_dir", required=True, help="pipeline output dir")
   p.add_argument("--model_dir", required=True,
                  help="config.json, checkpoints and tb/ go here; resumes from its checkpoint")
@@ -106,8 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--steps", type=int, default=d.steps, help="training steps (packs)")
   p.add_argument("--learning_rate", type=float, default=d.learning_rate,
                  help="peak learning rate")
-  p.add_argument("--warmup_steps", type=int, default=d.warmup_steps,
-                 help="linear warm-up steps")
+  driver.add_warmup_flag(p, d.warmup_steps / d.steps)
   p.add_argument("--end_learning_rate_fraction", type=float,
                  default=d.end_learning_rate_fraction,
                  help="learning rate reached at --steps, as a fraction of the peak")
@@ -118,10 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
                  help="per-variable gradient-norm clip; 'none' disables clipping")
   p.add_argument("--seed", type=int, default=d.seed,
                  help="seed for initialisation, dropout and shuffling")
-  p.add_argument("--no_shuffle", dest="shuffle", action="store_false", default=d.shuffle,
-                 help="do not shuffle packs (default: shuffle=%(default)s)")
-  p.add_argument("--jit_compile", action="store_true", default=d.jit_compile,
-                 help="XLA-compile the train step")
+  cli.bool_flag(p, "shuffle", d.shuffle, "shuffle packs (--noshuffle: file order)")
+  cli.bool_flag(p, "jit_compile", d.jit_compile, "XLA-compile the train step")
   p.add_argument("--checkpoint_every", type=int, default=d.checkpoint_every,
                  help="checkpoint interval (steps)")
   p.add_argument("--max_checkpoints", type=int, default=d.max_checkpoints,
@@ -133,15 +132,21 @@ def build_parser() -> argparse.ArgumentParser:
   return p
 
 
-# Every TrainConfig field is set from the CLI flag of the same name (``build_parser``).
-CLI_TRAIN_FIELDS = tuple(f.name for f in dataclasses.fields(configs_lib.TrainConfig))
+# Every TrainConfig field but warmup_steps (``--warmup_fraction`` x ``--steps``) is set from
+# the CLI flag of the same name (``build_parser``).
+CLI_TRAIN_FIELDS = tuple(f.name for f in dataclasses.fields(configs_lib.TrainConfig)
+                         if f.name != "warmup_steps")
 
 
 def main(argv=None) -> int:
   p = build_parser()
   args = p.parse_args(argv)
+  if not 0.0 <= args.warmup_fraction <= 1.0:
+    p.error(f"--warmup_fraction must be in [0, 1], got {args.warmup_fraction}")
   try:  # Validate before touching the records or TF state: bad numbers are usage errors.
-    tc = configs_lib.TrainConfig(**{f: getattr(args, f) for f in CLI_TRAIN_FIELDS})
+    tc = configs_lib.TrainConfig(
+        warmup_steps=int(round(args.warmup_fraction * args.steps)),
+        **{f: getattr(args, f) for f in CLI_TRAIN_FIELDS})
     if args.model_config:
       with open(args.model_config) as f:
         mc = configs_lib.ModelConfig.from_json(f.read())
@@ -154,9 +159,11 @@ def main(argv=None) -> int:
     if mc is None:
       mc = config_from_manifest(args.records_dir, args.preset)
   except (FileNotFoundError, ValueError) as e:  # ManifestError, SchemaVersionError
-    print(f"{p.prog}: error: --records_dir: {e}", file=sys.stderr, flush=True)
-    return 1
-  summary = train(args.records_dir, args.model_dir, mc, tc)
+    return driver.fail(p.prog, f"--records_dir: {e}")
+  try:
+    summary = train(args.records_dir, args.model_dir, mc, tc)
+  except (trainer_lib.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+    return driver.fail(p.prog, driver.error_message(e, [args.records_dir]))
   summary.pop("losses")
   print(json.dumps(summary), flush=True)
   return 0

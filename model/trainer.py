@@ -401,9 +401,20 @@ class Trainer:
   # -- setup ---------------------------------------------------------------------------------
 
   def _build(self):
-    keras.utils.set_random_seed(self.tc.seed)
+    """Builds the model, optimizer, data and checkpoint; a fresh run that fails to initialise
+    (e.g. an unreadable ``--init_roberta`` checkpoint) leaves no model dir behind."""
+    created = not tf.io.gfile.exists(self.model_dir)
     tf.io.gfile.makedirs(self.model_dir)
+    try:
+      self._build_in_model_dir()
+    except BaseException:
+      if created:
+        tf.io.gfile.rmtree(self.model_dir)
+      raise
     configs_lib.save_configs(self.model_dir, self.mc, self.tc)
+
+  def _build_in_model_dir(self):
+    keras.utils.set_random_seed(self.tc.seed)
     r = self.strategy.num_replicas_in_sync
     with self.strategy.scope():
       self.model = readtwice.build_model(self.mc, self.seq_length, self.segments_per_pack // r)

@@ -535,7 +535,7 @@ def _manifest_of_version(d: str, version: str) -> None:
 @pytest.mark.parametrize("where", [_manifest_of_version, _records_of_version])
 @pytest.mark.parametrize("command", [
     ["model.pretrain", "--records_dir", "{d}"],
-    ["model.finetune", "--task", "hotpotqa", "--train_dir", "{d}"]])
+    ["model.finetune", "--task", "hotpotqa", "--records_dir", "{d}"]])
 def test_trainer_refuses_another_major_schema_version(command, where, records_dir, tmp_path):
   import shutil  # pylint: disable=g-import-not-at-top
   d = str(tmp_path / "v2")

@@ -191,7 +191,7 @@ def test_spec_is_a_documented_machine_running_a_driver(path):
     assert one(flags, "strategy") == "mirrored" and "tpu" not in flags
   model_dir = one(flags, "model_dir")
   assert model_dir.startswith(f"gs://{DUMMY['BUCKET']}/readtwice/"), model_dir
-  for name in ("records_dir", "train_dir", "dev_dir", "dev_gold", "init_checkpoint",
+  for name in ("records_dir", "dev_records_dir", "gold", "init_checkpoint",
                "init_roberta"):
     for value in flags.get(name, []):
       assert value.startswith("gs://"), f"--{name}={value}: jobs read from Cloud Storage"
@@ -234,8 +234,8 @@ def sweep_problems(runs: List[Dict[str, List[Optional[str]]]]) -> List[str]:
       problems.append(f"{task}: learning rates {sorted(by_rate)}, expected {sorted(SWEEP)}")
     for rate, flags in by_rate.items():
       if (float(one(flags, "epochs")) != 6 or float(one(flags, "warmup_fraction")) != 0.1
-          or int(one(flags, "patience")) < 1 or not flags.get("dev_dir")
-          or not flags.get("dev_gold")):
+          or int(one(flags, "patience")) < 1 or not flags.get("dev_records_dir")
+          or not flags.get("gold")):
         problems.append(f"{task} at {rate}: not 6 epochs, 10% warm-up, early stopping on dev")
     rest = [{k: v for k, v in f.items() if k not in ("learning_rate", "model_dir")}
             for f in by_rate.values()]

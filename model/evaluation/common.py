@@ -8,7 +8,16 @@ imports TensorFlow for them); paths with a URL scheme (`gs://...`, `ram://...`) 
 import errno
 import io
 import os
-from typing import IO, Any, Iterator, Mapping, Optional, Tuple
+from typing import IO, Any, Iterable, Iterator, Mapping, Optional, Tuple
+
+# Metrics key, in every task's `evaluate` result, of the number of prediction ids (keys) that are
+# not among the scored gold ids: they are ignored by the official metrics, and the CLI can warn.
+IGNORED_KEY = 'n_ignored'
+
+
+def count_ignored(prediction_ids: Iterable[Any], gold_ids: Any) -> int:
+  """Number of distinct `prediction_ids` not in `gold_ids` (a set or mapping)."""
+  return sum(1 for key in set(prediction_ids) if key not in gold_ids)
 
 
 def is_url(path: str) -> bool:

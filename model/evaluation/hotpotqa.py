@@ -21,7 +21,13 @@ Rules reproduced from the official script:
 * Every metric is averaged over ALL gold questions. A question missing from
   `prediction['answer']` contributes 0 to the answer metrics, a question
   missing from `prediction['sp']` contributes 0 to the sp metrics, and either
-  omission makes it contribute 0 to the joint metrics.
+  omission makes it contribute 0 to the joint metrics. Prediction ids that
+  are not gold `_id`s are ignored (as in the official script).
+
+Not part of the official script: the counts `n_gold`, `n_answered`,
+`n_missing_answer`, `n_missing_sp` and `n_ignored` (distinct ids of
+`prediction['answer']` or `prediction['sp']` that are not gold `_id`s; the
+same key as TriviaQA and NarrativeQA report) are returned with the metrics.
 """
 
 import collections
@@ -38,6 +44,7 @@ METRIC_KEYS: Tuple[str, ...] = (
 )
 COUNT_KEYS: Tuple[str, ...] = (
     'n_gold', 'n_answered', 'n_missing_answer', 'n_missing_sp',
+    common.IGNORED_KEY,
 )
 # Normalised answers that only match themselves (zero F1 otherwise).
 SPECIAL_ANSWERS: Tuple[str, ...] = ('yes', 'no', 'noanswer')
@@ -218,7 +225,9 @@ def evaluate(prediction: Mapping[str, Any],
 
   Returns:
     The 12 official metrics (averaged over all gold questions) plus the
-    counts `n_gold`, `n_answered`, `n_missing_answer`, `n_missing_sp`.
+    counts `n_gold`, `n_answered`, `n_missing_answer`, `n_missing_sp` and
+    `n_ignored` (distinct prediction ids, of "answer" or "sp", that are not
+    gold `_id`s; they do not affect the metrics).
 
   Raises:
     ValueError: If `gold` is empty (the official script divides by zero).
@@ -259,4 +268,7 @@ def evaluate(prediction: Mapping[str, Any],
   result.update(n_gold=n_gold, n_answered=n_answered,
                 n_missing_answer=n_gold - n_answered,
                 n_missing_sp=n_missing_sp)
+  gold_ids = {example['_id'] for example in gold}
+  result[common.IGNORED_KEY] = common.count_ignored(
+      list(answers) + list(sp_facts), gold_ids)
   return result

@@ -58,8 +58,9 @@ Missing predictions
   A gold question without a prediction is scored with an EMPTY hypothesis
   (it gets 0 ROUGE-L and METEOR and adds reference length but no n-grams to
   BLEU) and is counted in `n_missing`; `n_gold = n_answered + n_missing`.
-  Predictions whose key matches no scored gold row are counted in
-  `n_unmatched_predictions` and otherwise ignored.
+  Predictions whose key matches no scored gold row (including rows of other
+  sets when `split` is given) are counted in `n_ignored` (the key every task
+  reports) and otherwise ignored.
 """
 
 import collections
@@ -76,6 +77,8 @@ GOLD_COLUMNS: Tuple[str, ...] = (
     'question_tokenized', 'answer1_tokenized', 'answer2_tokenized',
 )
 PROTOCOLS: Tuple[str, ...] = ('paper', 'raw')
+COUNT_KEYS: Tuple[str, ...] = ('n_gold', 'n_answered', 'n_missing',
+                               common.IGNORED_KEY)
 ROUGE_BETA = 1.2
 BLEU_MAX_N = 4
 # Smoothing constants of pycocoevalcap's BleuScorer.
@@ -393,8 +396,8 @@ def evaluate(predictions: Mapping[str, str],
 
   Returns:
     `rouge_l`, `bleu_1`..`bleu_4`, `meteor` (None when skipped), all 0-1,
-    plus `n_gold`, `n_answered`, `n_missing`, `n_unmatched_predictions` and
-    `protocol`.
+    plus `n_gold`, `n_answered`, `n_missing`, `n_ignored` (predictions whose
+    key matches no scored row) and `protocol`.
 
   Raises:
     ValueError: On an unknown protocol or when no gold row is selected.
@@ -435,7 +438,7 @@ def evaluate(predictions: Mapping[str, str],
       'n_gold': len(rows),
       'n_answered': n_answered,
       'n_missing': len(rows) - n_answered,
-      'n_unmatched_predictions': sum(1 for k in predictions if k not in keys),
+      common.IGNORED_KEY: common.count_ignored(predictions, keys),
       'protocol': protocol,
   }
   for n, score in enumerate(bleus, start=1):

@@ -60,7 +60,7 @@ from model.evaluation import common
 
 METRIC_KEYS: Tuple[str, ...] = ('exact_match', 'f1')
 COUNT_KEYS: Tuple[str, ...] = ('n_gold', 'n_answered', 'n_missing',
-                               'n_ignored')
+                               common.IGNORED_KEY)
 DOMAINS: Tuple[str, ...] = ('Wikipedia', 'Web')
 # Separator between question id and document file name in web keys.
 KEY_SEPARATOR = '--'
@@ -333,7 +333,7 @@ def evaluate(predictions: Mapping[str, str], gold: Mapping[str, Any],
       'n_gold': n_gold,
       'n_answered': n_answered,
       'n_missing': n_gold - n_answered,
-      'n_ignored': sum(1 for key in predictions if key not in answers),
+      common.IGNORED_KEY: common.count_ignored(predictions, answers),
   }
 
 

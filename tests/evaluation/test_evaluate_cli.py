@@ -52,12 +52,12 @@ def test_narrativeqa_without_meteor_and_option_checks(tmp_path):
                   "his father\r\n", encoding="utf-8")
   preds = tmp_path / "p.json"
   preds.write_text(json.dumps({"d1: Who left?": "the old man"}))
-  out = _cli("--task", "narrativeqa", "--no_meteor", "--predictions", str(preds),
+  out = _cli("--task", "narrativeqa", "--nometeor", "--predictions", str(preds),
              "--gold", str(gold))
   assert out.returncode == 0, out.stderr
   m = json.loads(out.stdout.strip().splitlines()[-1])
   assert m["rouge_l"] == 1.0 and m["meteor"] is None and m["protocol"] == "paper"
-  out = _cli("--task", "narrativeqa", "--no_meteor", "--protocol", "raw", "--predictions",
+  out = _cli("--task", "narrativeqa", "--nometeor", "--protocol", "raw", "--predictions",
              str(preds), "--gold", str(gold))
   assert json.loads(out.stdout.strip().splitlines()[-1])["rouge_l"] < 1.0
   bad = _cli("--task", "hotpotqa", "--protocol", "raw", "--predictions", str(preds),

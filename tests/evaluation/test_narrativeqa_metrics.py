@@ -149,7 +149,7 @@ def test_split_filter_and_unmatched_predictions():
   metrics = nqa.evaluate({'d1: Q?': 'yes', 'zz: Q?': 'x'}, gold,
                          meteor=False, split='test')
   assert metrics['n_gold'] == 1
-  assert metrics['n_unmatched_predictions'] == 1
+  assert metrics['n_ignored'] == 1  # 'zz: Q?' and nothing else
   assert metrics['rouge_l'] == 1.0
   with pytest.raises(ValueError, match='valid'):
     nqa.evaluate({}, gold, meteor=False, split='valid')

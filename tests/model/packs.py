@@ -113,8 +113,10 @@ def write_records(path: str, packs: Sequence[Mapping]) -> str:
 
 
 def write_output_dir(out_dir: str, packs: Sequence[Mapping], docs: Sequence[Mapping],
-                     seq_length: int, segments_per_pack: int, vocab_size: int = 64) -> str:
-  """Writes a pipeline-like output dir: one record shard, manifest.json, documents side file."""
+                     seq_length: int, segments_per_pack: int, vocab_size: int = 64,
+                     job: str = "hotpotqa") -> str:
+  """Writes a pipeline-like output dir: one record shard, manifest.json, documents side file;
+  ``job`` is the manifest's (``model.predict`` follows it)."""
   os.makedirs(out_dir, exist_ok=True)
   shard = "records-00000-of-00001.tfrecord"
   write_records(os.path.join(out_dir, shard), packs)
@@ -126,7 +128,7 @@ def write_output_dir(out_dir: str, packs: Sequence[Mapping], docs: Sequence[Mapp
   n_docs = len(docs)
   manifest = {
       "manifest_version": manifest_lib.MANIFEST_VERSION, "schema_name": records.SCHEMA_NAME,
-      "schema_version": records.SCHEMA_VERSION, "job": "test", "git_revision": "unknown",
+      "schema_version": records.SCHEMA_VERSION, "job": job, "git_revision": "unknown",
       "created_at": "1970-01-01T00:00:00Z",
       "tokenizer": {"name": "test", "fingerprint": "sha256:0", "vocab_size": vocab_size,
                     "special_ids": SPECIAL_IDS},
@@ -141,6 +143,18 @@ def write_output_dir(out_dir: str, packs: Sequence[Mapping], docs: Sequence[Mapp
   with open(os.path.join(out_dir, manifest_lib.MANIFEST_FILE), "w") as f:
     f.write(manifest_lib.dumps(manifest))
   open(os.path.join(out_dir, manifest_lib.COMPLETED_FILE), "w").close()
+  return out_dir
+
+
+def as_job(records_dir: str, job: str, out_dir: str) -> str:
+  """A copy of ``records_dir`` whose manifest says it was written by ``job``."""
+  import shutil  # pylint: disable=g-import-not-at-top
+  shutil.copytree(records_dir, out_dir)
+  path = os.path.join(out_dir, manifest_lib.MANIFEST_FILE)
+  manifest = json.load(open(path))
+  manifest["job"] = job
+  with open(path, "w") as f:
+    f.write(manifest_lib.dumps(manifest))
   return out_dir
 
 

@@ -263,3 +263,183 @@ def test_official_evaluation_accepts_predictions():
   gold = [{"_id": "q1", "answer": "London", "supporting_facts": [["A", 0], ["B", 0], ["B", 1]]}]
   metrics = hotpotqa.evaluate(hp, gold)
   assert metrics["em"] == 1.0 and metrics["sp_em"] == 1.0
+
+
+# --- snapping to whole words ---------------------------------------------------------------
+# Byte-level BPE tokens of BPE_TEXT as the project's tokenizer splits it (GPT-2 vocabulary):
+# (char_begin, char_end, word_start) per context token.
+BPE_TEXT = "Erskine Hamilton Childers. Hamilton's (born 1905)"
+BPE_TOKENS = [
+    (0, 1, 1), (1, 3, 0), (3, 4, 0), (4, 7, 0),  # 0-3: E rs k ine
+    (8, 16, 1),  # 4: Hamilton
+    (17, 22, 1), (22, 25, 0), (25, 26, 0),  # 5-7: Child ers .
+    (27, 35, 1), (35, 37, 0),  # 8-9: Hamilton 's
+    (38, 39, 1), (39, 43, 0),  # 10-11: ( born
+    (44, 48, 1), (48, 49, 0),  # 12-13: 1905 )
+]
+BPE_DOC = "bpe--doc.txt"
+BPE_L = 20
+
+
+def _bpe_pack(tokens=BPE_TOKENS, text=BPE_TEXT, begin=None, end=None, qid="qb",
+              word_start=True, pack_id="00000-0"):
+  """One segment ``[CLS] q [SEP] context [SEP]`` over ``tokens``; logits keyed by context index.
+
+  Question and special tokens get the highest logits (and the question token a word start):
+  they must never be decoded.
+  """
+  f = packs.empty_pack(1, BPE_L, pack_id=pack_id)
+  packs.fill_segment(f, 0, 0, BPE_DOC, qid, [5], [10] * len(tokens),
+                     [(b, e) for b, e, _ in tokens])
+  f["word_start"][0, FIRST:FIRST + len(tokens)] = [w for _, _, w in tokens]
+  if not word_start:
+    del f["word_start"]
+  out = {"begin_logits": np.full([1, BPE_L], LOW), "end_logits": np.full([1, BPE_L], LOW),
+         "answer_type_logits": np.array([[3.0, 0.0, 0.0]]), "supporting_logits": np.array([-5.0])}
+  out["begin_logits"][0, :FIRST] = out["end_logits"][0, :FIRST] = 50.0
+  for i, logit in (begin or {}).items():
+    out["begin_logits"][0, FIRST + i] = logit
+  for i, logit in (end or {}).items():
+    out["end_logits"][0, FIRST + i] = logit
+  return f, out
+
+
+def _bpe_decoder(text=BPE_TEXT, **kwargs) -> decoding.Decoder:
+  docs = {BPE_DOC: {"document_id": BPE_DOC, "question_id": "qb", "question": "Who?",
+                    "text": text, "answers": [], "answer_type": records.ANSWER_TYPE_SPAN,
+                    "paragraphs": [], "source_id": "qb"}}
+  return decoding.Decoder(docs, top_k=20, max_answer_tokens=kwargs.pop("max_answer_tokens", 30),
+                          **kwargs)
+
+
+def _answers(pack_kwargs, **decoder_kwargs):
+  """(old token-span answer, new snapped answer) of one ``_bpe_pack``."""
+  got = []
+  for snap in (False, True):
+    dec = _bpe_decoder(snap_to_words=snap, **decoder_kwargs)
+    dec.add_pack(*_bpe_pack(**pack_kwargs))
+    got.append(decoding.hotpotqa_predictions(dec)["answer"]["qb"])
+  return tuple(got)
+
+
+@pytest.mark.parametrize("begin, end, old, new", [
+    # The issue's case: begin on "rs", end on "Child".
+    (1, 5, "rskine Hamilton Child", "Erskine Hamilton Childers"),
+    (2, 3, "kine", "Erskine"),
+    # "Childers." is one word_start word, but the snapped span stops at the punctuation ...
+    (6, 6, "ers", "Childers"),
+    # ... so neither "Hamilton's" nor "(born" is taken in by snapping.
+    (8, 8, "Hamilton", "Hamilton"),
+    (11, 12, "born 1905", "born 1905"),
+    # The model's own choice of punctuation stays.
+    (6, 7, "ers.", "Childers."),
+    (10, 13, "(born 1905)", "(born 1905)"),
+])
+def test_spans_snap_to_whole_words(begin, end, old, new):
+  assert _answers({"begin": {begin: 8.0}, "end": {end: 8.0}}) == (old, new)
+
+
+def test_inner_apostrophes_join_but_clitics_do_not():
+  # "Eugene O’Neill’s play" as the tokenizer splits it; each "’" is two byte tokens.
+  text = "Eugene O\u2019Neill\u2019s play"
+  tokens = [(0, 1, 1), (1, 3, 0), (3, 6, 0),  # 0-2: E ug ene
+            (7, 8, 1), (8, 9, 0), (8, 9, 0), (9, 14, 0),  # 3-6: O ’ ’ Neill
+            (14, 15, 0), (14, 15, 0), (15, 16, 0),  # 7-9: ’ ’ s
+            (17, 21, 1)]  # 10: play
+  for (b, e), expected in {(3, 3): ("O", "O\u2019Neill"), (6, 6): ("Neill", "O\u2019Neill"),
+                           (1, 6): ("ugene O\u2019Neill", "Eugene O\u2019Neill"),
+                           (3, 10): ("O\u2019Neill\u2019s play",) * 2}.items():
+    assert _answers({"tokens": tokens, "text": text, "begin": {b: 8.0}, "end": {e: 8.0}},
+                    text=text) == expected
+  assert [t for t in ("O'Neill", "Shi'a", "rock'n'roll")
+          if not all(decoding._joins(t, i) for i in range(1, len(t)))] == []
+  assert [i for i in range(1, 10) if not decoding._joins("Hamilton's", i)] == [8, 9]
+  assert [i for i in range(1, 5) if not decoding._joins("don't", i)] == [3, 4]
+  assert not decoding._joins("students' x", 8)  # a trailing apostrophe is punctuation
+
+
+def test_snap_word_starts_and_word_bounds():
+  f, _ = _bpe_pack()
+  ws = decoding.snap_word_starts(f["word_start"][0], f["token_kind"][0], f["char_begin"][0],
+                                 f["char_end"][0], BPE_TEXT)
+  # Records' word starts (context 0 4 5 8 10 12) plus the punctuation cuts before "." "'s"
+  # "born" ")"; the question token keeps its own flag.
+  assert np.flatnonzero(ws[FIRST:FIRST + len(BPE_TOKENS)]).tolist() == [
+      0, 4, 5, 7, 8, 9, 10, 11, 12, 13]
+  first, last = decoding.word_bounds(ws, f["token_kind"][0])
+  assert first[FIRST:FIRST + 8].tolist() == [FIRST + i for i in (0, 0, 0, 0, 4, 5, 5, 7)]
+  assert last[FIRST:FIRST + 8].tolist() == [FIRST + i for i in (3, 3, 3, 3, 4, 6, 6, 7)]
+  # Non-context tokens are words of their own: [CLS] q [SEP] ... [SEP] pad.
+  end = FIRST + len(BPE_TOKENS)
+  assert first[:FIRST].tolist() == last[:FIRST].tolist() == [0, 1, 2]
+  assert first[end:].tolist() == last[end:].tolist() == list(range(end, BPE_L))
+
+
+def test_snap_joins_tokens_that_share_a_character():
+  # "Zürich": the two UTF-8 bytes of "ü" are two tokens with the same offsets.
+  tokens = [(0, 1, 1), (1, 2, 0), (1, 2, 0), (2, 6, 0), (7, 10, 1)]
+  kw = {"tokens": tokens, "text": "Zürich end"}
+  assert _answers(dict(kw, begin={3: 8.0}, end={3: 8.0}), text="Zürich end") == (
+      "rich", "Zürich")
+  assert _answers(dict(kw, begin={2: 8.0}, end={2: 8.0}), text="Zürich end") == (
+      "ü", "Zürich")
+
+
+def test_snap_stays_inside_the_segment_context():
+  # A segment cut inside "Erskine" (its first context token "k" continues a word) and inside
+  # "Childers" (its last context token is "Child"): snapping never reaches the question prefix
+  # or the special tokens, whatever their logits and word starts, and stops at the cut.
+  cut = BPE_TOKENS[2:6]  # k ine Hamilton Child
+  assert _answers({"tokens": cut, "begin": {1: 8.0}, "end": {3: 8.0}}) == (
+      "ine Hamilton Child", "kine Hamilton Child")
+  dec = _bpe_decoder()
+  f, out = _bpe_pack(tokens=cut, begin={1: 8.0}, end={3: 8.0})
+  assert [(c.char_begin, c.char_end) for c in dec.segment_candidates(f, out, 0)][0] == (3, 22)
+  # The neighbouring (overlapping) segment holds the whole words and offers them itself.
+  assert _answers({"tokens": BPE_TOKENS[:8], "begin": {3: 9.0}, "end": {5: 9.0}}) == (
+      "ine Hamilton Child", "Erskine Hamilton Childers")
+
+
+def test_snapped_spans_are_unique_with_the_best_pair_score():
+  f, out = _bpe_pack(begin={0: 5.0, 1: 5.5}, end={3: 5.0})
+  args = (out["begin_logits"][0], out["end_logits"][0], f["token_kind"][0])
+  ws = f["word_start"][0]
+  # Token spans: (rs, ine) 10.5 and (E, ine) 10.0; both snap to "Erskine" (tokens 3..6).
+  raw = decoding.span_candidates(*args, top_k=2, max_answer_tokens=30)
+  assert raw[:2] == [(10.5, FIRST + 1, FIRST + 3), (10.0, FIRST, FIRST + 3)]
+  snapped = decoding.span_candidates(*args, top_k=2, max_answer_tokens=30, word_start=ws)
+  assert snapped[0] == (10.5, FIRST, FIRST + 3)
+  assert len(snapped) == len(set((b, e) for _, b, e in snapped))
+  assert decoding.best_span(*args, top_k=2, word_start=ws) == snapped[0]
+  # The sum reduction counts the span once (10.5), not logsumexp(10.5, 10.0).
+  dec = _bpe_decoder(reduction="sum")
+  dec.add_pack(f, out)
+  score, best = dec.questions["qb"].aggregate.groups["erskine"]
+  assert score == pytest.approx(10.5) and best.text == "Erskine"
+
+
+def test_snapped_span_over_the_length_limit_keeps_the_token_span():
+  # One 8-token "word" (no word starts inside, as in scripts written without spaces).
+  tokens = [(i, i + 1, int(i == 0)) for i in range(8)]
+  kw = {"tokens": tokens, "text": "abcdefgh", "begin": {3: 8.0}, "end": {4: 8.0}}
+  assert _answers(kw, text="abcdefgh", max_answer_tokens=4) == ("de", "de")
+  assert _answers(kw, text="abcdefgh", max_answer_tokens=10) == ("de", "abcdefgh")
+
+
+def test_without_word_start_falls_back_to_token_spans_with_one_warning():
+  dec = _bpe_decoder()
+  with pytest.warns(RuntimeWarning, match="no word_start feature") as caught:
+    for k in range(2):
+      dec.add_pack(*_bpe_pack(begin={1: 8.0}, end={5: 8.0}, word_start=False,
+                              pack_id=f"00000-{k}"))
+  assert len(caught) == 1 and dec.segments_without_word_start == 2
+  assert dec.span_answer("qb") == "rskine Hamilton Child"
+  # Records with an all-zero word_start (no word start on any context token): the same.
+  dec = _bpe_decoder()
+  f, out = _bpe_pack(begin={1: 8.0}, end={5: 8.0})
+  f["word_start"][:] = 0
+  with pytest.warns(RuntimeWarning, match="word_start is 0") as caught:
+    dec.add_pack(f, out)
+    dec.add_pack(f, out)
+  assert len(caught) == 1 and dec.segments_without_word_start == 2
+  assert dec.span_answer("qb") == "rskine Hamilton Child"

@@ -32,7 +32,7 @@ CASES = {
     "triviaqa": (json.dumps(TRIVIA_GOLD), {"q1": "paris", "q2": "paris", "q3": "paris"},
                  {"q1": "paris"}, []),
     "narrativeqa": (NARRATIVE_GOLD, {f"d1: Who {i}?": "the old man" for i in range(3)},
-                    {"d1: Who 0?": "the old man"}, ["--no_meteor"]),
+                    {"d1: Who 0?": "the old man"}, ["--nometeor"]),
 }
 OTHER_TASK_NAMES = {"hotpotqa": ("NarrativeQA", "TriviaQA"),
                     "triviaqa": ("NarrativeQA", "HotpotQA"),
@@ -87,3 +87,23 @@ def test_hotpotqa_missing_sp_only_is_warned(tmp_path, capsys):
   assert (metrics["n_missing_answer"], metrics["n_missing_sp"]) == (0, 3)
   assert len(err) == 1 and "narrativeqa" not in err[0].lower(), err
   assert "0 have no answer prediction and 3 no supporting-fact (sp) prediction" in err[0]
+
+
+@pytest.mark.parametrize("task", sorted(CASES))
+def test_prediction_ids_not_in_the_gold_are_counted_and_warned(tmp_path, capsys, task):
+  predictions = json.loads(json.dumps(CASES[task][1]))
+  if task == "hotpotqa":
+    predictions["answer"]["zz"] = "paris"
+    predictions["sp"]["zz"] = [["Paris", 0]]
+  elif task == "triviaqa":
+    predictions["zz"] = "paris"
+  else:
+    predictions["d9: Who?"] = "the old man"
+  complete, _ = _evaluate(tmp_path, capsys, task, CASES[task][1])
+  metrics, err = _evaluate(tmp_path, capsys, task, predictions)
+  assert metrics["n_ignored"] == 1
+  assert err == [f"warning: 1 predictions have ids that are not in the gold file and were not "
+                 f"scored (wrong gold file or split for --task {task}?)"]
+  # The official metrics are those of the predictions without the unknown id.
+  assert {k: v for k, v in metrics.items() if k != "n_ignored"} == {
+      k: v for k, v in complete.items() if k != "n_ignored"}

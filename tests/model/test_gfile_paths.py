@@ -208,13 +208,13 @@ def test_predict_and_evaluate_on_ram(dirs, tmp_path):
 def test_predict_with_model_reuses_one_trace(dirs):
   local, ram, model = dirs
   records_dir = os.path.join(ram, "records")
-  first = predict.predict_with_model(model, records_dir, task="narrativeqa")
+  first = predict.predict_with_model(model, records_dir, task="hotpotqa")
   forward = predict._FORWARDS[model]  # pylint: disable=protected-access
-  second = predict.predict_with_model(model, records_dir, task="narrativeqa", reduction="sum")
+  second = predict.predict_with_model(model, records_dir, reduction="sum")
   assert predict._FORWARDS[model] is forward  # pylint: disable=protected-access
   assert forward.experimental_get_tracing_count() == 1
-  assert sorted(first) == sorted(second) == [f"doc{k}_{d}: what is gold"
-                                             for k in range(2) for d in range(2)]
+  assert sorted(first["answer"]) == sorted(second["answer"]) == [
+      f"q{k}_{d}" for k in range(2) for d in range(2)]
   # max_packs: only the first pack's questions.
   one = predict.predict_with_model(model, records_dir, max_packs=1)
   full = predict.predict_with_model(model, os.path.join(local, "records"))

@@ -23,8 +23,9 @@ def _chain(records_dir, tmp_path, task, gold, *eval_flags, predict_flags=()):
               configs.TrainConfig(learning_rate=1e-3, steps=2, seed=0, warmup_steps=0),
               log_fn=lambda d: None)
   preds = str(tmp_path / "predictions.json")
+  # No --task: model.predict follows the records (the job and, for TriviaQA, the keying).
   assert predict.main(["--records_dir", records_dir, "--model_dir", model_dir, "--output",
-                       preds, "--task", task, *predict_flags]) == 0
+                       preds, *predict_flags]) == 0
   metrics = str(tmp_path / "metrics.json")
   assert evaluate.main(["--task", task, "--predictions", preds, "--gold", gold, "--output",
                         metrics, *eval_flags]) == 0
@@ -44,7 +45,7 @@ def test_narrativeqa_chain_on_fixtures(tmp_path):
                           + FLAGS) == 0
   ex = _sub_documents(out)
   assert ex["sub_documents"] > ex["documents"] == 4  # stories over several sub-documents
-  preds, metrics = _chain(out, tmp_path, "narrativeqa", qaps, "--no_meteor", "--split", "test")
+  preds, metrics = _chain(out, tmp_path, "narrativeqa", qaps, "--nometeor", "--split", "test")
   # One prediction per written question, keyed "<story id>: <question>" as the official
   # evaluation wants, whatever the number of sub-documents it was read in.
   assert sorted(preds) == ["book1: What did Mr. Ashby keep?", "book1: Who was Clara?",
@@ -92,7 +93,7 @@ def test_narrativeqa_chain_on_the_time_machine(tmp_path):
   assert m["examples"]["sub_documents"] >= 6  # ~48k tokens: more than 32 segments per question
   docs = documents_schema.load(out)
   assert len(docs[f"{TIME_MACHINE}:0"]["text"].split()) > 30_000
-  preds, metrics = _chain(out, tmp_path, "narrativeqa", str(root / "qaps.csv"), "--no_meteor",
+  preds, metrics = _chain(out, tmp_path, "narrativeqa", str(root / "qaps.csv"), "--nometeor",
                           "--split", "test")
   assert sorted(preds) == sorted(f"{TIME_MACHINE}: {q}" for q, _, _ in TM_QUESTIONS)
   assert metrics["n_answered"] == 3
@@ -104,8 +105,7 @@ def _triviaqa_chain(tmp_path, question_file, evidence, per_document):
   assert triviaqa.main(["--input", question_file, "--evidence_dir", evidence, "--output_dir",
                         out] + FLAGS) == 0
   flags = ["--per_document"] if per_document else []
-  preds, metrics = _chain(out, tmp_path, "triviaqa", question_file, *flags,
-                          predict_flags=flags)
+  preds, metrics = _chain(out, tmp_path, "triviaqa", question_file, *flags)
   with open(question_file, encoding="utf-8") as f:
     return preds, metrics, json.load(f)
 

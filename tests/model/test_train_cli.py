@@ -17,11 +17,11 @@ NON_DEFAULT_FLAGS = {
     "steps": (["--steps", "7"], 7),
     "optimizer": (["--optimizer", "lamb"], "lamb"),
     "weight_decay": (["--weight_decay", "0.5"], 0.5),
-    "warmup_steps": (["--warmup_steps", "3"], 3),
+    "warmup_steps": (["--warmup_fraction", "0.43"], 3),  # x --steps 7 below
     "end_learning_rate_fraction": (["--end_learning_rate_fraction", "0.1"], 0.1),
     "clipnorm": (["--clipnorm", "none"], None),
     "seed": (["--seed", "11"], 11),
-    "shuffle": (["--no_shuffle"], False),
+    "shuffle": (["--noshuffle"], False),
     "jit_compile": (["--jit_compile"], True),
     "checkpoint_every": (["--checkpoint_every", "5"], 5),
     "max_checkpoints": (["--max_checkpoints", "9"], 9),
@@ -50,8 +50,8 @@ def test_records_dir_without_a_manifest_is_one_line(tmp_path, capsys):
   err = capsys.readouterr().err
   assert code == 1
   assert err.splitlines() == [
-      f"python -m model.train: error: --records_dir: {tmp_path / 'nope' / 'manifest.json'} does "
-      f"not exist: {tmp_path / 'nope'} is not the output directory of a finished pipeline run"]
+      f"python -m model.train: error: --records_dir: {tmp_path / 'nope'} does not exist or is "
+      "not a directory (expected a pipeline's --output_dir)"]
   assert not (tmp_path / "m").exists()
 
 
@@ -59,6 +59,9 @@ def test_parser_defaults_are_train_config_defaults():
   args = train.build_parser().parse_args(REQUIRED)
   defaults = configs.TrainConfig()
   for name in FIELDS:
+    if name == "warmup_steps":  # --warmup_fraction, as every trainer command
+      assert args.warmup_fraction * args.steps == defaults.warmup_steps
+      continue
     assert getattr(args, name) == getattr(defaults, name), name
   assert (args.steps, args.learning_rate) == (1000, 5e-5)
 
@@ -66,7 +69,7 @@ def test_parser_defaults_are_train_config_defaults():
 def test_every_train_config_field_has_a_flag(captured):
   assert sorted(NON_DEFAULT_FLAGS) == sorted(FIELDS)  # a new field needs a row here
   dests = {a.dest for a in train.build_parser()._actions if a.option_strings}
-  assert set(FIELDS) <= dests
+  assert set(FIELDS) - {"warmup_steps"} | {"warmup_fraction"} <= dests
   argv = REQUIRED + [flag for flags, _ in NON_DEFAULT_FLAGS.values() for flag in flags]
   assert train.main(argv) == 0
   (tc,) = captured
@@ -84,7 +87,10 @@ def test_defaults_reach_the_trainer(captured):
     (["--steps", "0"], "steps must be >= 1"),
     (["--learning_rate", "-1"], "learning_rate must be > 0"),
     (["--learning_rate", "0"], "learning_rate must be > 0"),
-    (["--steps", "5", "--warmup_steps", "6"], "warmup_steps must be in [0, steps=5]"),
+    (["--steps", "5", "--warmup_fraction", "1.2"], "--warmup_fraction must be in [0, 1]"),
+    (["--warmup_steps", "6"], "--warmup_steps was renamed --warmup_fraction"),
+    (["--no_shuffle"], "--no_shuffle was renamed --noshuffle"),
+    (["--learnng_rate", "1"], "unknown flag --learnng_rate (did you mean --learning_rate?)"),
     (["--end_learning_rate_fraction", "1.5"], "end_learning_rate_fraction must be in [0, 1]"),
     (["--clipnorm", "0"], "clipnorm must be None"),
     (["--clipnorm", "big"], "expected a number or 'none'"),

@@ -100,17 +100,28 @@ def test_train_reduces_loss_and_predict(tmp_path, capsys):
   assert (metrics["em"], metrics["sp_em"], metrics["n_gold"]) == (1.0, 1.0, 4)
 
   # Other tasks' formats and the sum reduction, through the CLI and the Python API.
+  # The task follows the records' manifest (the job that wrote them); --task only checks it.
   nqa_path = str(tmp_path / "narrativeqa.json")
-  assert predict.main(["--records_dir", records_dir, "--model_dir", model_dir,
-                       "--output", nqa_path, "--task", "narrativeqa", "--reduction", "sum"]) == 0
+  nqa_records = packs.as_job(records_dir, "narrativeqa", str(tmp_path / "nqa_records"))
+  assert predict.main(["--records_dir", nqa_records, "--model_dir", model_dir,
+                       "--output", nqa_path, "--reduction", "sum"]) == 0
   nqa = json.load(open(nqa_path))
   assert sorted(nqa) == sorted(f"doc{q[1:]}: what is gold" for q in preds["answer"])
-  tqa = predict.predict(records_dir, model_dir, None, task="triviaqa", per_document=True)
+  # TriviaQA records of one document per (question, page) -- here every document id differs
+  # from its question id -- are keyed per document, without any flag.
+  tqa_records = packs.as_job(records_dir, "triviaqa", str(tmp_path / "tqa_records"))
+  tqa = predict.predict(tqa_records, model_dir, None)
   assert sorted(tqa) == sorted(f"doc{q[1:]}" for q in preds["answer"])
   assert all(a in texts[d] for d, a in tqa.items())
-  with pytest.raises(SystemExit):
-    predict.main(["--records_dir", records_dir, "--model_dir", model_dir, "--output", nqa_path,
-                  "--per_document"])
+  capsys.readouterr()
+  assert predict.main(["--records_dir", records_dir, "--model_dir", model_dir, "--output",
+                       nqa_path, "--task", "triviaqa"]) == 1
+  assert capsys.readouterr().err.splitlines() == [
+      f"python -m model.predict: error: --task triviaqa contradicts the records: {records_dir} "
+      "was written by pipelines.hotpotqa; leave --task out"]
+  assert predict.main(["--records_dir", tqa_records, "--model_dir", model_dir, "--output",
+                       nqa_path, "--noper_document"]) == 1
+  assert "--noper_document contradicts the records" in capsys.readouterr().err
 
   # Resuming continues from the checkpoint instead of starting over.
   tc2 = configs.TrainConfig(learning_rate=3e-3, steps=27, seed=0)

@@ -112,7 +112,7 @@ def test_finetune_cli_evaluates_keeps_best_and_stops_early(tmp_path, capsys):
   records = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
   gold = _hotpot_gold(records, str(tmp_path / "gold.json"))
   model_dir = str(tmp_path / "m")
-  argv = ["--task", "hotpotqa", "--train_dir", records, "--dev_dir", records, "--dev_gold", gold,
+  argv = ["--task", "hotpotqa", "--records_dir", records, "--dev_records_dir", records, "--gold", gold,
           "--model_dir", model_dir, "--preset", "tiny", "--steps", "30", "--eval_every", "10",
           "--learning_rate", "3e-3", "--log_every", "5", "--patience", "0"]
   assert finetune.main(argv) == 0
@@ -135,7 +135,7 @@ def test_finetune_early_stopping(tmp_path, capsys):
   records = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
   gold = _hotpot_gold(records, str(tmp_path / "gold.json"))
   # A zero learning rate never improves on the first evaluation: stop after `patience` more.
-  argv = ["--task", "hotpotqa", "--train_dir", records, "--dev_dir", records, "--dev_gold", gold,
+  argv = ["--task", "hotpotqa", "--records_dir", records, "--dev_records_dir", records, "--gold", gold,
           "--model_dir", str(tmp_path / "m"), "--preset", "tiny", "--steps", "50",
           "--eval_every", "5", "--learning_rate", "1e-12", "--patience", "2"]
   assert finetune.main(argv) == 0
@@ -160,8 +160,8 @@ def test_finetune_on_hotpotqa_pipeline_output(tmp_path, capsys):
                           "--segments_per_pack", "8", "--max_segments_per_document", "8"]) == 0
   capsys.readouterr()
   model_dir = str(tmp_path / "m")
-  assert finetune.main(["--task", "hotpotqa", "--train_dir", dirs["train"], "--dev_dir",
-                        dirs["dev"], "--dev_gold", str(tmp_path / "dev.json"), "--model_dir",
+  assert finetune.main(["--task", "hotpotqa", "--records_dir", dirs["train"], "--dev_records_dir",
+                        dirs["dev"], "--gold", str(tmp_path / "dev.json"), "--model_dir",
                         model_dir, "--preset", "tiny_e", "--epochs", "3", "--learning_rate",
                         "2e-3", "--log_every", "2"]) == 0
   summary = _json_lines(capsys.readouterr().out)[-1]
@@ -176,14 +176,14 @@ def test_finetune_on_hotpotqa_pipeline_output(tmp_path, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--task", "squad"], "invalid choice"),
     (["--task", "hotpotqa", "--strategy", "gpu"], "invalid choice"),
-    (["--task", "hotpotqa", "--dev_dir", "x"], "--dev_dir and --dev_gold go together"),
+    (["--task", "hotpotqa", "--dev_records_dir", "x"], "--dev_records_dir and --gold go together"),
     (["--task", "hotpotqa", "--tpu", "t"], "--tpu needs --strategy tpu"),
     (["--task", "hotpotqa", "--warmup_fraction", "2"], "--warmup_fraction must be in [0, 1]"),
     (["--task", "hotpotqa", "--init_checkpoint", "a", "--init_roberta", "b"], "alternatives"),
 ])
 def test_finetune_usage_errors(tmp_path, capsys, argv, message):
   with pytest.raises(SystemExit) as e:
-    finetune.main(argv + ["--train_dir", str(tmp_path), "--model_dir", str(tmp_path / "m")])
+    finetune.main(argv + ["--records_dir", str(tmp_path), "--model_dir", str(tmp_path / "m")])
   assert e.value.code == 2 and message in capsys.readouterr().err
 
 

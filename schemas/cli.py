@@ -1,0 +1,306 @@
+"""The command line every readtwice command shares (``python -m pipelines.<job>``,
+``python -m model.<command>``).
+
+One contract, whatever the command:
+
+* ``usage: python -m <module>``; ``--help`` ends with a real example whose flags parse.
+* Flags are spelled out in full (no abbreviations).  An unknown flag is one line naming the
+  closest real one (``--learnng_rate`` -> "did you mean --learning_rate?"), found *before* any
+  "required" check, so a typo in a required flag is reported as the typo.  A flag that was
+  renamed is refused with its new name (:data:`RENAMED`).
+* Booleans are ``--x`` / ``--nox`` (:func:`bool_flag`).
+* Usage errors: one ``<prog>: error: ...`` line on stderr, exit 2.  Unusable inputs or outputs:
+  one such line, exit 1 (:func:`run_command`).  A traceback is a bug.
+* TensorFlow's start-up banners (absl's "All log messages before absl::InitializeLog()", the
+  oneDNN and CPU-feature notes) are not shown (:func:`quiet_tensorflow_banners`); anything else
+  TensorFlow prints while loading still is.
+
+TF-free: the pipelines import it too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import difflib
+import importlib.abc
+import importlib.util
+import json
+import os
+import re
+import shlex
+import sys
+import tempfile
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type
+
+EXIT_USAGE = 2    # bad flags or flag values (argparse's convention)
+EXIT_FAILURE = 1  # unusable inputs or outputs
+
+# Old spellings of flags -> the one name each concept has now, in every command.
+RENAMED: Dict[str, str] = {
+    "--train_dir": "--records_dir",
+    "--dev_dir": "--dev_records_dir",
+    "--dev_gold": "--gold",
+    "--records": "--records_dir",
+    "--no_shuffle": "--noshuffle",
+    "--warmup_steps": "--warmup_fraction",
+    "--no_meteor": "--nometeor",
+}
+
+
+def edit_distance(a: str, b: str) -> int:
+  """Levenshtein distance."""
+  previous = list(range(len(b) + 1))
+  for i, ca in enumerate(a, 1):
+    current = [i]
+    for j, cb in enumerate(b, 1):
+      current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+    previous = current
+  return previous[-1]
+
+
+def closest(name: str, candidates: Sequence[str]) -> Optional[str]:
+  """The only candidate that ``name`` abbreviates, else the candidate fewest edits away among
+  those difflib finds similar (ties: the earlier candidate, so a command's own flags before
+  Beam's)."""
+  started = [c for c in candidates if c.startswith(name)]
+  if len(started) == 1:
+    return started[0]
+  found = difflib.get_close_matches(name, candidates, n=5, cutoff=0.6)
+  if not found:
+    return None
+  order = {c: k for k, c in enumerate(candidates)}
+  return min(found, key=lambda c: (edit_distance(name, c), order[c]))
+
+
+def bool_flag(parser, name: str, default: bool, help_text: str) -> None:
+  """``--name`` / ``--noname`` (absl style), both setting ``name``: a store_true /
+  store_false pair (what ``deploy/dataflow/flex_launcher`` translates ``--name=false`` into).
+  The help shows ``--name`` and the default."""
+  group = parser.add_mutually_exclusive_group()
+  group.add_argument(f"--{name}", dest=name, action="store_true", default=default,
+                     help=f"{help_text} (" + ("" if default is None else
+                                              f"default: {'--' if default else '--no'}{name}; ")
+                          + f"--no{name} turns it off)")
+  group.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
+
+
+class Parser(argparse.ArgumentParser):
+  """argparse with the contract of this module.
+
+  Args:
+    module: the command's module (``model.finetune``); the prog is ``python -m <module>``.
+    description: first line of ``--help``.
+    example: one command line (``python -m <module> ...``) shown by ``--help``; the CLI
+      contract test parses it.
+    passthrough: returns the flag names that are not this parser's but are accepted anyway
+      and returned by :meth:`parse` (Beam's pipeline options); called only when a flag is not
+      ours.
+    epilog: more text after the example.
+  """
+
+  def __init__(self, module: str, description: str, example: str,
+               passthrough: Optional[Callable[[], Iterable[str]]] = None,
+               epilog: str = ""):
+    shown = example if example.startswith(" ") else f"  {example}"
+    super().__init__(prog=f"python -m {module}", description=description, allow_abbrev=False,
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog=f"example:\n{shown.rstrip()}" + (f"\n\n{epilog}" if epilog else ""))
+    self.module = module
+    self.example = example
+    self._passthrough = passthrough
+
+  def error(self, message: str):  # noqa: D401 - argparse API
+    self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+  def add_argument(self, *args, **kwargs):  # every flag has help; the default is shown
+    return _with_default(super().add_argument, *args, **kwargs)
+
+  def add_argument_group(self, *args, **kwargs):
+    group = super().add_argument_group(*args, **kwargs)
+    add = group.add_argument
+    group.add_argument = lambda *a, **k: _with_default(add, *a, **k)
+    return group
+
+  def add_mutually_exclusive_group(self, **kwargs):
+    group = super().add_mutually_exclusive_group(**kwargs)
+    add = group.add_argument
+    group.add_argument = lambda *a, **k: _with_default(add, *a, **k)
+    return group
+
+  def example_argv(self) -> List[str]:
+    """The example's arguments (after ``python -m <module>``): its first command line, with
+    backslash continuations joined."""
+    lines = []
+    for line in self.example.strip().splitlines():
+      line = line.strip()
+      if not line or line.startswith("("):
+        break
+      lines.append(line[:-1] if line.endswith("\\") else line)
+      if not line.endswith("\\"):
+        break
+    words = shlex.split(" ".join(lines))
+    if words[:3] != ["python", "-m", self.module]:
+      raise ValueError(f"the example of {self.prog} does not start with {self.prog}: {words[:3]}")
+    return words[3:]
+
+  def own_flags(self) -> List[str]:
+    return [s for s in self._option_string_actions if s.startswith("--")]
+
+  def check_flags(self, argv: Sequence[str]) -> None:
+    """Refuses unknown and renamed flags (exit 2, one line), before argparse's own checks."""
+    actions = self._option_string_actions
+    others: Optional[List[str]] = None
+    skip = False
+    for token in argv:
+      if skip:
+        skip = False
+        continue
+      if token == "--":
+        break
+      if not token.startswith("--"):
+        continue
+      name = token.split("=", 1)[0]
+      action = actions.get(name)
+      if action is not None:
+        skip = "=" not in token and action.nargs not in (0, "?", "*")  # its value follows
+        continue
+      if others is None:
+        others = list(self._passthrough()) if self._passthrough else []
+      if name in others:
+        continue
+      new = RENAMED.get(name)
+      if new is not None and new in actions:
+        self.error(f"{name} was renamed {new}; see --help")
+      guess = closest(name, self.own_flags() + [f for f in others if f not in actions])
+      self.error(f"unknown flag {name}" + (f" (did you mean {guess}?)" if guess else "")
+                 + "; see --help")
+
+  def parse_args(self, args=None, namespace=None):
+    argv = list(sys.argv[1:] if args is None else args)
+    self.check_flags(argv)
+    return super().parse_args(argv, namespace)
+
+  def parse(self, argv: Optional[Sequence[str]] = None) -> Tuple[argparse.Namespace, List[str]]:
+    """``(flags, passthrough args)``: like ``parse_args`` but the arguments that are the
+    passthrough flags' (with their values) are returned instead of refused."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    self.check_flags(argv)
+    return self.parse_known_args(argv)
+
+
+def _with_default(add, *args, **kwargs):
+  if kwargs.get("help") is None and args and str(args[0]).startswith("--"):
+    raise ValueError(f"flag {args[0]} has no help")
+  text = kwargs.get("help")
+  default = kwargs.get("default")
+  shown = (text and text is not argparse.SUPPRESS and "default" not in text
+           and kwargs.get("action") not in ("store_true", "store_false", "help", "version")
+           and default is not None
+           and not kwargs.get("required"))
+  if shown:
+    kwargs["help"] = f"{text} (default: %(default)s)"
+  return add(*args, **kwargs)
+
+
+class CommandError(Exception):
+  """An unusable input or output, found by a command: one line, exit 1."""
+
+
+def run_command(prog: str, body: Callable[[], Any],
+                user_errors: Tuple[Type[BaseException], ...] = (),
+                message_of: Optional[Callable[[BaseException], Optional[str]]] = None) -> int:
+  """Runs ``body``; a dict it returns is printed as the last stdout line (JSON), an int is
+  the exit status (None: 0).
+
+  ``CommandError``, ``user_errors``, and any exception for which ``message_of`` returns a
+  message print one ``<prog>: error: <message>`` line on stderr and return 1; anything else
+  is a bug and propagates with its traceback.
+  """
+  try:
+    result = body()
+  except Exception as e:  # pylint: disable=broad-except
+    message = message_of(e) if message_of is not None else None
+    if message is None and isinstance(e, (CommandError,) + tuple(user_errors)):
+      message = str(e)
+    if message is None:
+      raise
+    message = " ".join(message.split("\n")[0].split()) or type(e).__name__
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    return EXIT_FAILURE
+  if isinstance(result, dict):
+    print(json.dumps(result, sort_keys=True), flush=True)
+    return 0
+  return int(result or 0)
+
+
+# --- TensorFlow's start-up banners --------------------------------------------------------
+
+_BANNERS = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|^[IW]\d{4} [\d:. ]+\d+ (port|cpu_feature_guard|cuda_\w+|cudart_stub|gpu_device)\.cc:\d+\]"
+    r"|^To enable the following instructions: .*rebuild TensorFlow"
+    r"|^E\d{4} [\d:. ]+\d+ cuda_\w+\.cc:\d+\] Unable to register"
+    r"|^Unable to register cu(DNN|FFT|BLAS) factory")
+
+
+@contextlib.contextmanager
+def _filtered_stderr():
+  """Captures file descriptor 2 (C++ writes there, not through ``sys.stderr``) and writes back
+  every line that is not a known banner."""
+  sys.stderr.flush()
+  try:
+    saved = os.dup(2)
+  except OSError:  # no fd 2 (embedded interpreters)
+    yield
+    return
+  with tempfile.TemporaryFile() as capture:
+    os.dup2(capture.fileno(), 2)
+    try:
+      yield
+    finally:
+      sys.stderr.flush()
+      os.dup2(saved, 2)
+      os.close(saved)
+      capture.seek(0)
+      kept = [line for line in capture.read().decode("utf-8", "replace").splitlines(True)
+              if not _BANNERS.search(line)]
+      if kept:
+        sys.stderr.write("".join(kept))
+        sys.stderr.flush()
+
+
+class _QuietLoader(importlib.abc.Loader):
+  def __init__(self, loader):
+    self._loader = loader
+
+  def create_module(self, spec):
+    return self._loader.create_module(spec)
+
+  def exec_module(self, module):
+    with _filtered_stderr():
+      self._loader.exec_module(module)
+
+
+class _QuietFinder(importlib.abc.MetaPathFinder):
+  """Finds ``tensorflow`` once, with a loader that hides its banners."""
+
+  def find_spec(self, name, path=None, target=None):
+    if name != "tensorflow":
+      return None
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _QuietFinder)]
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.loader is not None:
+      spec.loader = _QuietLoader(spec.loader)
+    return spec
+
+
+def quiet_tensorflow_banners() -> None:
+  """Makes the first ``import tensorflow`` hide TensorFlow's start-up banners (C++ log lines
+  on fd 2 that ``TF_CPP_MIN_LOG_LEVEL`` no longer silences); does not import TensorFlow.
+  ``READTWICE_TF_BANNERS=1`` shows them."""
+  if os.environ.get("READTWICE_TF_BANNERS") == "1" or "tensorflow" in sys.modules:
+    return
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  if not any(isinstance(f, _QuietFinder) for f in sys.meta_path):
+    sys.meta_path.insert(0, _QuietFinder())
