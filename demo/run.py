@@ -95,8 +95,8 @@ def main() -> None:
           f"rejected={json.dumps(summary['rejected_by_reason'])}", flush=True)
 
   html = os.path.join(out, "inspect_dev.html")
-  _run("inspector", ["-m", "pipelines.inspect", "--records",
-                     os.path.join(out, "records_dev", "records-*"), "--html", html,
+  _run("inspector", ["-m", "pipelines.inspect", "--records_dir",
+                     os.path.join(out, "records_dev"), "--html", html,
                      "--max_records", "2"])
   print(f"[demo]   what the model reads: {html}", flush=True)
 

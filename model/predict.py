@@ -120,10 +120,11 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
     raise PredictError(f"--task {task} contradicts the records: {records_dir} was written by "
                        f"pipelines.{found_task}; leave --task out")
   if per_document is not None and per_document != found_per_document:
+    holds = ("one document per (question, page)" if found_per_document
+             else "one document per question")
     raise PredictError(
         f"--{'' if per_document else 'no'}per_document contradicts the records: {records_dir} "
-        f"holds {'one document per (question, page)' if found_per_document else 'one document per question'}; "
-        "leave the flag out")
+        f"holds {holds}; leave the flag out")
   task, per_document = found_task, found_per_document
   decoding.check_task(task, per_document)
   decoder = decoding.Decoder(documents, top_k=top_k,

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 import functools
 import json
 import logging
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from schemas import cli as schema_cli
 from schemas import tfrecord_io
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.inputs import describe_inputs
@@ -42,32 +42,22 @@ LOGGER = logging.getLogger("pipelines")
 # Loggers shown at INFO besides ours: the Dataflow runner's "Submitted job" / console URL lines.
 _INFO_LOGGERS = ("apache_beam.runners.dataflow",)
 
-EXIT_USAGE = 2    # bad flags or flag values (argparse's convention)
-EXIT_FAILURE = 1  # unusable inputs or outputs, or a user error found while running
+EXIT_USAGE = schema_cli.EXIT_USAGE      # bad flags or flag values (argparse's convention)
+EXIT_FAILURE = schema_cli.EXIT_FAILURE  # unusable inputs or outputs, or a user error
 
 
-class _Parser(argparse.ArgumentParser):
-  """argparse with one-line errors (no usage block: the message names the flag)."""
-
-  def error(self, message: str):  # noqa: D401 - argparse API
-    self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+bool_flag = schema_cli.bool_flag
 
 
-def bool_flag(parser: argparse.ArgumentParser, name: str, default: bool, help_text: str):
-  """``--name`` / ``--noname`` (absl style, as before), both setting ``name``."""
-  group = parser.add_mutually_exclusive_group()
-  group.add_argument(f"--{name}", dest=name, action="store_true", default=default,
-                     help=f"{help_text} (default: {'on' if default else 'off'})")
-  group.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
-
-
-def new_parser(prog: str, description: str, example: str) -> argparse.ArgumentParser:
-  """A job's parser with the flags every job shares; ``example`` is shown by ``--help``."""
-  p = _Parser(prog=prog, description=description, allow_abbrev=False,
-              formatter_class=argparse.RawDescriptionHelpFormatter,
-              epilog=f"example:\n{example}\n\nAny Beam pipeline option (e.g. --runner, "
-                     "--project, --region, --temp_location, --direct_num_workers) is passed "
-                     "to Beam; any other unknown flag is an error.")
+def new_parser(prog: str, description: str, example: str) -> schema_cli.Parser:
+  """A job's parser with the flags every job shares; ``example`` is shown by ``--help``;
+  Beam's pipeline options pass through (:func:`parse`)."""
+  module = prog[len("python -m "):] if prog.startswith("python -m ") else prog
+  p = schema_cli.Parser(module, description, example,
+                        passthrough=lambda: _flag_names(_beam_parser()),
+                        epilog="Any Beam pipeline option (e.g. --runner, --project, --region, "
+                               "--temp_location, --direct_num_workers) is passed to Beam; any "
+                               "other unknown flag is an error.")
   d = RecordsConfig()
   s = d.segmenter
   io = p.add_argument_group("input and output")
@@ -143,30 +133,6 @@ def _flag_names(parser: argparse.ArgumentParser) -> List[str]:
   return [s for s in parser._option_string_actions if s.startswith("--")]  # pylint: disable=protected-access
 
 
-def _edit_distance(a: str, b: str) -> int:
-  previous = list(range(len(b) + 1))
-  for i, ca in enumerate(a, 1):
-    current = [i]
-    for j, cb in enumerate(b, 1):
-      current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
-    previous = current
-  return previous[-1]
-
-
-def _closest(name: str, candidates: Sequence[str]) -> Optional[str]:
-  """The only candidate that ``name`` abbreviates, else the candidate fewest edits away among
-  those difflib finds similar (ties: the earlier candidate, so a job's own flags before
-  Beam's)."""
-  started = [c for c in candidates if c.startswith(name)]
-  if len(started) == 1:
-    return started[0]
-  found = difflib.get_close_matches(name, candidates, n=5, cutoff=0.6)
-  if not found:
-    return None
-  order = {c: k for k, c in enumerate(candidates)}
-  return min(found, key=lambda c: (_edit_distance(name, c), order[c]))
-
-
 def split_beam_args(parser: argparse.ArgumentParser, unknown: List[str]) -> List[str]:
   """Checks that every argument the job's parser did not take is a Beam pipeline option.
 
@@ -181,7 +147,8 @@ def split_beam_args(parser: argparse.ArgumentParser, unknown: List[str]) -> List
     if arg.startswith("-") and arg != "--":
       name = arg.split("=", 1)[0]
       ours = _flag_names(parser)
-      guess = _closest(name, ours + [f for f in _flag_names(beam_parser) if f not in ours])
+      guess = schema_cli.closest(
+          name, ours + [f for f in _flag_names(beam_parser) if f not in ours])
       hint = f" (did you mean {guess}?)" if guess else ""
       parser.error(f"unknown flag {name}{hint}; see --help")
     parser.error(f"unexpected argument {arg!r}: every value belongs to a --flag; see --help")
@@ -191,7 +158,7 @@ def split_beam_args(parser: argparse.ArgumentParser, unknown: List[str]) -> List
 def parse(parser: argparse.ArgumentParser,
           argv: Optional[Sequence[str]] = None) -> Tuple[argparse.Namespace, List[str]]:
   """``(job flags, Beam args)``; usage errors exit with status 2 and one line on stderr."""
-  args, unknown = parser.parse_known_args(list(sys.argv[1:] if argv is None else argv))
+  args, unknown = parser.parse(list(sys.argv[1:] if argv is None else argv))
   return args, split_beam_args(parser, unknown)
 
 
@@ -206,7 +173,8 @@ def records_config(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         segments_per_pack=args.segments_per_pack, num_shards=args.num_shards,
         segments_per_shard=args.segments_per_shard,
         deduplicate=args.deduplicate, batch_size=args.batch_size,
-        compression=args.compression, max_error_fraction=args.max_error_fraction)
+        compression=args.compression, max_error_fraction=args.max_error_fraction,
+        allow_empty=getattr(args, "allow_empty", False))
   except ValueError as e:
     parser.error(str(e))
     raise  # unreachable: parser.error exits
@@ -268,60 +236,89 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
   ``wait=False`` on a remote runner the job is only submitted: returns ``{"submitted": True,
   "job", "dataflow_job_id", "output_dir", "writes"}``.
 
-  Logs what is read and where it is written, refuses an output dir holding an earlier run's
-  output (unless ``overwrite``), and after a failure deletes the temporary files (and the
+  Logs what is read and where it is written.  Before any work the job claims ``output_dir``
+  (:mod:`pipelines.beam.claim`; a directory another live job holds is refused, ``overwrite``
+  or not) and then refuses an output dir holding an earlier run's output (unless
+  ``overwrite``).  The claim is released at the end, whatever the outcome (with ``wait=False``
+  the job's last step releases it); after a failure the temporary files are deleted (and the
   output dir if the job created it and left it empty).  Raises FileNotFoundError if
   ``input_pattern`` matches no file, FileExistsError for an earlier run's output, UserError (or
-  the runner's wrapping of it) if the input is unusable.  ``options``: the job's own settings
-  (an object with ``describe()``, or a dataclass), passed to ``build`` as ``options=`` and
-  recorded in the manifest's ``config``; ``outputs``: patterns (under ``output_dir``) of files
-  the job writes besides the common ones (for ``--overwrite``).
+  the runner's wrapping of it) if the input or the output dir is unusable or the run wrote no
+  document (unless ``config.allow_empty``).  ``options``: the job's own settings (an object
+  with ``describe()``, or a dataclass), passed to ``build`` as ``options=`` and recorded in the
+  manifest's ``config``; ``outputs``: patterns (under ``output_dir``) of files the job writes
+  besides the common ones (for ``--overwrite``).
   """
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from pipelines.beam import claim as claim_lib  # pylint: disable=g-import-not-at-top
+  from pipelines.beam import manifest as manifest_lib  # pylint: disable=g-import-not-at-top
   from pipelines.beam import writer  # pylint: disable=g-import-not-at-top
   from schemas import manifest as manifest_schema  # pylint: disable=g-import-not-at-top
 
   inputs = describe_inputs(input_pattern)
+  if writer.is_file(output_dir):
+    raise UserError(f"--output_dir {output_dir} is a file, not a directory; choose a directory "
+                    f"(it is created if missing)")
   LOGGER.info("reading %d file(s), %.1f MB: %s", len(inputs),
               sum(i["bytes"] for i in inputs) / 1e6,
               ", ".join(f"{i['path']} ({i['bytes'] / 1e6:,.1f} MB)" for i in inputs[:5])
               + (f", ... ({len(inputs) - 5} more)" if len(inputs) > 5 else ""))
-  # A dry run (options.dry_run_file) writes only that file: earlier output stays untouched.
-  dry_run_file = getattr(options, "dry_run_file", None)
-  existed = (FileSystems.exists(output_dir) if dry_run_file
-             else writer.prepare_output_dir(output_dir, overwrite, outputs))
-  header = manifest_header(job, config, input_pattern, inputs)
-  if options is not None:
-    build = functools.partial(build, options=options)
-    header["config"].update(options.describe() if hasattr(options, "describe")
-                            else dataclasses.asdict(options))
-  if dry_run_file:
-    LOGGER.info("dry run: writing only %s", FileSystems.join(output_dir, dry_run_file))
-  else:
-    LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
-                output_dir)
-  p = make_pipeline(beam_args)
-  build(p, [i["path"] for i in inputs], output_dir, config, header, not is_local(beam_args))
-  submit_only = not wait and not is_local(beam_args)
+  local = is_local(beam_args)
+  submit_only = not wait and not local
+  existed = FileSystems.exists(output_dir)
+  held = claim_lib.claim(output_dir, job, local=local)
+  handed_over = False  # with submit_only, the job's last step releases the claim
   try:
-    result = p.run()
-    if not submit_only:
-      result.wait_until_finish()
-  except BaseException:
-    writer.clean_up_failed_run(output_dir, existed)
-    raise
-  if submit_only:
-    job_id = result.job_id() if getattr(result, "has_job", False) else None
-    writes = dry_run_file or "manifest.json and COMPLETED"
-    LOGGER.info("submitted%s: the job writes %s to %s when it succeeds",
-                f" (Dataflow job {job_id})" if job_id else "", writes, output_dir)
-    return {"submitted": True, "job": job, "dataflow_job_id": job_id, "output_dir": output_dir,
-            "writes": writes}
-  if dry_run_file:
-    with FileSystems.open(FileSystems.join(output_dir, dry_run_file)) as f:
-      return json.loads(f.read().decode("utf-8"))
-  with FileSystems.open(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)) as f:
-    return manifest_schema.loads(f.read().decode("utf-8"))
+    # A dry run (options.dry_run_file) writes only that file: earlier output stays untouched.
+    dry_run_file = getattr(options, "dry_run_file", None)
+    if dry_run_file:
+      writer.delete_tmp(output_dir)
+    else:
+      writer.prepare_output_dir(output_dir, overwrite, outputs)
+    header = manifest_header(job, config, input_pattern, inputs)
+    if options is not None:
+      build = functools.partial(build, options=options)
+      described = (options.describe() if hasattr(options, "describe")
+                   else dataclasses.asdict(options))
+      clash = sorted(k for k in described if k in header["config"]
+                     and described[k] != header["config"][k])
+      if clash:  # one key, two meanings: the manifest would record only one (a bug)
+        raise ValueError(f"the options of {job} redefine the config entries {clash}")
+      header["config"].update(described)
+    if submit_only:
+      header[manifest_lib.RELEASE_CLAIM_KEY] = held.token
+    if dry_run_file:
+      LOGGER.info("dry run: writing only %s", FileSystems.join(output_dir, dry_run_file))
+    else:
+      LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
+                  output_dir)
+    p = make_pipeline(beam_args)
+    build(p, [i["path"] for i in inputs], output_dir, config, header, not local)
+    try:
+      result = p.run()
+      if not submit_only:
+        result.wait_until_finish()
+    except BaseException:
+      writer.clean_up_failed_run(output_dir, existed)
+      raise
+    if submit_only:
+      handed_over = True
+      job_id = result.job_id() if getattr(result, "has_job", False) else None
+      writes = dry_run_file or "manifest.json and COMPLETED"
+      LOGGER.info("submitted%s: the job writes %s to %s when it succeeds (and then releases "
+                  "its claim %s)", f" (Dataflow job {job_id})" if job_id else "", writes,
+                  output_dir, held.path)
+      return {"submitted": True, "job": job, "dataflow_job_id": job_id,
+              "output_dir": output_dir, "writes": writes}
+    if dry_run_file:
+      with FileSystems.open(FileSystems.join(output_dir, dry_run_file)) as f:
+        return json.loads(f.read().decode("utf-8"))
+    with FileSystems.open(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)) as f:
+      return manifest_schema.loads(f.read().decode("utf-8"))
+  finally:
+    if not handed_over:
+      held.release()
+      writer.remove_if_empty(output_dir, existed)
 
 
 def summary(manifest: Dict[str, Any], output_dir: str) -> Dict[str, Any]:
@@ -347,6 +344,7 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
   dataclass fields).
   """
   parser = new_parser(prog, description, example)
+  add_run_flags(parser)
   if add_flags is not None:
     add_flags(parser.add_argument_group(f"{job} settings"))
   args, beam_args = parse(parser, argv)
@@ -371,12 +369,22 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
     c = m["counts"]
     LOGGER.info("done: %d input, %d written, %d skipped, %d rejected -> %s", c["input"],
                 c["written"], c["skipped"], c["rejected"], args.output_dir)
-    if not c["written"]:
+    if not c["written"]:  # --allow_empty (else the job failed)
       LOGGER.warning("no document was written: %s", "the input holds no records" if not
                      c["input"] else f"see {args.output_dir}/dead_letter/ for why")
     return summary(m, args.output_dir)
 
   return run_main(prog, body)
+
+
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+  """Flags of every job that decide whether a run succeeds (beside :func:`new_parser`'s)."""
+  group = next((g for g in parser._action_groups  # pylint: disable=protected-access
+                if g.title == "input and output"), parser)
+  bool_flag(group, "allow_empty", RecordsConfig().allow_empty,
+            "accept a run that writes no document (otherwise it fails with exit 1 naming the "
+            "top reject reasons, and writes no COMPLETED; manifest.json and dead_letter/ are "
+            "still written)")
 
 
 class _HideUserErrorTracebacks(logging.Filter):
@@ -414,11 +422,21 @@ def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
   """Runs a job's ``body``, printing its summary as the last stdout line.
 
   User errors (bad inputs or outputs, also those raised on workers) print one
-  ``<prog>: error: ...`` line on stderr and return 1; anything else is a bug and propagates
-  with its traceback.
+  ``<prog>: error: ...`` line on stderr and return 1; Ctrl-C (or SIGTERM) is one line too and
+  returns 130 (143), after the job released its output dir and deleted its temporary files;
+  anything else is a bug and propagates with its traceback.
   """
+  previous = _raise_on_sigterm()
   try:
     result = body()
+  except KeyboardInterrupt:
+    print(f"{prog}: error: interrupted; the job stopped and its temporary files were deleted",
+          file=sys.stderr, flush=True)
+    return 130
+  except _Terminated:
+    print(f"{prog}: error: terminated (SIGTERM); the job stopped and its temporary files were "
+          f"deleted", file=sys.stderr, flush=True)
+    return 143
   except Exception as e:  # pylint: disable=broad-except
     # A UserError, also one raised on a worker and re-wrapped by the runner; or a missing
     # input / an existing output, whose message is the line to show.
@@ -429,5 +447,38 @@ def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
       raise
     print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
     return EXIT_FAILURE
+  finally:
+    _restore_sigterm(previous)
   print(json.dumps(result, sort_keys=True), flush=True)
   return 0
+
+
+class _Terminated(BaseException):
+  """SIGTERM, raised in the main thread so that ``finally`` blocks (the output dir's claim, the
+  temporary files) run as for Ctrl-C."""
+
+
+def _raise_on_sigterm():
+  import signal  # pylint: disable=g-import-not-at-top
+  import threading  # pylint: disable=g-import-not-at-top
+  if threading.current_thread() is not threading.main_thread():
+    return None
+
+  def handler(signum, frame):
+    del signum, frame
+    raise _Terminated()
+
+  try:
+    return signal.signal(signal.SIGTERM, handler)
+  except ValueError:
+    return None
+
+
+def _restore_sigterm(previous) -> None:
+  if previous is None:
+    return
+  import signal  # pylint: disable=g-import-not-at-top
+  try:
+    signal.signal(signal.SIGTERM, previous)
+  except ValueError:
+    pass

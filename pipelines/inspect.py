@@ -1,8 +1,13 @@
 r"""Records inspector: renders packed ReadTwice TFRecords back to readable text or HTML.
 
-  python -m pipelines.inspect --records '/tmp/hotpot_records/records-*' \
+  python -m pipelines.inspect --records_dir /tmp/hotpot_records \
     [--html out.html] [--max_records K] [--max_segments S] \
     [--vocab_file vocab.json --merges_file merges.txt]
+
+``--records_dir`` is a job's ``--output_dir``: the shards read are those its ``manifest.json``
+lists (``shards[].path``), never a glob, so a leftover or foreign file beside them is not read.
+A directory without ``COMPLETED`` (a failed or running job) or without a manifest (its
+``records-*.tfrecord[.gz]`` files are then read) gets one warning line on stderr.
 
 For every record (one pack of N segments x L tokens, see ``schemas/records.py``) it shows the pack
 id and, segment by segment (padding segments are skipped and counted), the labels
@@ -66,14 +71,65 @@ class InspectError(ValueError):
 
 
 def match_paths(patterns: str | Sequence[str]) -> List[str]:
-  """Files matching a glob, a comma-separated list of globs, or a list of them (gs:// too)."""
+  """Files matching a glob, a comma-separated list of globs, or a list of them (gs:// too);
+  for Python use (the command reads a directory's manifest: :func:`records_dir_paths`)."""
   from pipelines.beam.inputs import match_inputs  # pylint: disable=g-import-not-at-top
+  from pipelines.errors import UserError  # pylint: disable=g-import-not-at-top
 
   try:
     return match_inputs(patterns if isinstance(patterns, str) else ",".join(patterns),
-                        flag="--records")
-  except FileNotFoundError as e:
-    raise InspectError(str(e)) from e
+                        flag="records")
+  except (FileNotFoundError, UserError) as e:
+    raise InspectError(getattr(e, "message", None) or str(e)) from e
+
+
+RECORDS_GLOBS = ("records-*.tfrecord", "records-*.tfrecord.gz")
+
+
+def records_dir_paths(records_dir: str) -> Tuple[List[str], Optional[Dict[str, Any]], List[str]]:
+  """``(shard paths, manifest or None, warnings)`` of a job's output directory.
+
+  The shards are those the manifest lists; without a manifest, the directory's
+  ``records-*.tfrecord[.gz]`` files (a warning says so).  A directory without ``COMPLETED``
+  gets a warning (its job failed or is still running).  InspectError when the directory is
+  missing, is a file or a glob, or a listed shard is missing.
+  """
+  import os  # pylint: disable=g-import-not-at-top
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+
+  if any(c in records_dir for c in "*?["):
+    parent = _dirname(records_dir.split("*")[0].split("?")[0].split("[")[0]) or "."
+    raise InspectError(f"--records_dir takes a job's output directory (where manifest.json "
+                       f"lists the shards), not a glob: try --records_dir {parent}")
+  local = "://" not in records_dir
+  directory = records_dir.rstrip("/") or "/" if local else records_dir.rstrip("/")
+  if local and os.path.isfile(directory):
+    raise InspectError(f"--records_dir {records_dir} is a file; give the job's output "
+                       f"directory (the one holding manifest.json)")
+  if local and not os.path.isdir(directory):
+    raise InspectError(f"--records_dir {records_dir} does not exist")
+  manifest_path = FileSystems.join(directory, manifest_schema.MANIFEST_FILE)
+  warnings: List[str] = []
+  if not FileSystems.exists(manifest_path):
+    found = sorted({m.path for r in FileSystems.match(
+        [FileSystems.join(directory, g) for g in RECORDS_GLOBS]) for m in r.metadata_list})
+    if not found:
+      raise InspectError(f"--records_dir {records_dir} has no manifest.json and no "
+                         f"records-*.tfrecord files: is it a job's --output_dir?")
+    warnings.append(f"{directory} has no manifest.json (not a complete job's output): reading "
+                    f"its {len(found)} records-*.tfrecord file(s); N, L and the tokenizer are "
+                    f"not checked")
+    return found, None, warnings
+  manifest = read_manifest_dirs([directory])
+  if not FileSystems.exists(FileSystems.join(directory, manifest_schema.COMPLETED_FILE)):
+    warnings.append(f"{directory} has no {manifest_schema.COMPLETED_FILE}: the job that wrote "
+                    f"it failed or is still running; its records may be incomplete")
+  paths = [FileSystems.join(directory, s["path"]) for s in manifest.get("shards", [])]
+  missing = [p for p in paths if not FileSystems.exists(p)]
+  if missing:
+    raise InspectError(f"{len(missing)} shard(s) that {manifest_path} lists are missing, e.g. "
+                       f"{missing[0]}")
+  return paths, manifest, warnings
 
 
 def _dirname(path: str) -> str:
@@ -87,10 +143,15 @@ def read_manifest(paths: Sequence[str]) -> Optional[Dict[str, Any]]:
   Raises InspectError when the files lie in several directories whose manifests disagree on
   ``seq_length``, ``segments_per_pack`` or the tokenizer fingerprint.
   """
+  return read_manifest_dirs(sorted({_dirname(p) for p in paths}))
+
+
+def read_manifest_dirs(directories: Sequence[str]) -> Optional[Dict[str, Any]]:
+  """:func:`read_manifest` of the manifests in ``directories``."""
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
 
   found: Dict[str, Dict[str, Any]] = {}
-  for directory in sorted({_dirname(p) for p in paths}):
+  for directory in sorted(directories):
     path = FileSystems.join(directory, manifest_schema.MANIFEST_FILE)
     if not FileSystems.exists(path):
       continue
@@ -654,35 +715,52 @@ def render_html(records: Sequence[Dict], tokenizer, manifest: Optional[Dict[str,
 # --------------------------------------------------------------------------------------------
 
 
-def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-  parser = argparse.ArgumentParser(
-      prog="python -m pipelines.inspect",
-      description="Render packed ReadTwice TFRecords (plain or gzip .tfrecord.gz) back to text "
-                  "(stdout) or HTML.")
-  parser.add_argument("--records", required=True,
-                      help="Records path or glob, e.g. 'out/records-*' (local or gs://; "
-                           ".tfrecord or gzip .tfrecord.gz); comma-separate several. "
-                           "manifest.json next to them supplies N, L, the tokenizer and the "
-                           "compression.")
+EXAMPLE = ("python -m pipelines.inspect --records_dir /tmp/hotpot_records --html page.html "
+           "--max_records 2")
+
+
+def new_parser():
+  from schemas import cli as schema_cli  # pylint: disable=g-import-not-at-top
+  parser = schema_cli.Parser(
+      "pipelines.inspect",
+      "Render packed ReadTwice TFRecords (plain or gzip .tfrecord.gz) back to text (stdout) or "
+      "HTML.", EXAMPLE)
+  parser.add_argument("--records_dir", required=True,
+                      help="a job's --output_dir (local or gs://): the shards its manifest.json "
+                           "lists are read (.tfrecord or gzip .tfrecord.gz), and the manifest "
+                           "supplies N, L, the tokenizer and the compression")
   parser.add_argument("--html", default=None,
-                      help="Write a self-contained HTML page here instead of text to stdout.")
+                      help="write a self-contained HTML page here instead of text to stdout")
   parser.add_argument("--max_records", type=int, default=None,
-                      help="Render at most this many records (default: all).")
+                      help="render at most this many records (default: all)")
   parser.add_argument("--max_segments", type=int, default=None,
-                      help="Render at most this many real segments per record (default: all).")
+                      help="render at most this many real segments per record (default: all)")
   parser.add_argument("--vocab_file", default=None,
-                      help="Byte-level BPE vocab.json the records were written with "
-                           "(default: packaged GPT-2 BPE, if the manifest says gpt2).")
-  parser.add_argument("--merges_file", default=None, help="merges.txt that goes with --vocab_file.")
-  return parser.parse_args(argv)
+                      help="byte-level BPE vocab.json the records were written with "
+                           "(default: packaged GPT-2 BPE, if the manifest says gpt2)")
+  parser.add_argument("--merges_file", default=None,
+                      help="merges.txt that goes with --vocab_file")
+  return parser
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+  return new_parser().parse_args(argv)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  """CLI entry point; returns the exit status (2 on unusable input)."""
-  args = parse_args(argv)
-  try:
-    paths = match_paths(args.records)
-    manifest = read_manifest(paths)
+  """CLI entry point; returns the exit status (2: bad flags; 1: unusable input, one line)."""
+  from schemas import cli as schema_cli  # pylint: disable=g-import-not-at-top
+  parser = new_parser()
+  args = parser.parse_args(argv)
+  for name in ("max_records", "max_segments"):
+    value = getattr(args, name)
+    if value is not None and value < 1:
+      parser.error(f"--{name} must be >= 1, got {value}")
+
+  def body() -> int:
+    paths, manifest, warnings = records_dir_paths(args.records_dir)
+    for warning in warnings:
+      print(f"{parser.prog}: warning: {warning}", file=sys.stderr, flush=True)
     tokenizer = build_tokenizer(manifest, args.vocab_file, args.merges_file)
     recs = load_records(paths, args.max_records, manifest)
     if args.html:
@@ -693,11 +771,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       print(f"wrote {args.html}: {len(recs)} records from {len(paths)} files", file=sys.stderr)
     else:
       sys.stdout.write(render_text(recs, tokenizer, manifest, args.max_segments, paths))
-  except (InspectError, records_schema.SchemaVersionError, manifest_schema.ManifestError,
-          tfrecord_io.CorruptRecordError, ValueError) as err:
-    print(f"error: {err}", file=sys.stderr)
-    return 2
-  return 0
+    return 0
+
+  return schema_cli.run_command(
+      parser.prog, body,
+      user_errors=(InspectError, records_schema.SchemaVersionError,
+                   manifest_schema.ManifestError, tfrecord_io.CorruptRecordError, ValueError,
+                   OSError))
 
 
 if __name__ == "__main__":

@@ -36,9 +36,10 @@ from pipelines.text.oracle import OracleConfig
 
 PROG = "python -m pipelines.narrativeqa"
 EXAMPLE = r"""  python -m pipelines.narrativeqa --input narrativeqa/qaps.csv --split test \
-    --output_dir /tmp/nqa_test [--context story|summary] [--stories_dir narrativeqa/tmp]
-  (documents.csv, third_party/wikipedia/summaries.csv and tmp/<document_id>.content are
-   found beside qaps.csv unless --documents, --summaries, --stories_dir say otherwise)"""
+    --output_dir /tmp/nqa_test --context story --stories_dir narrativeqa/tmp
+  (--context summary reads the summaries instead; documents.csv,
+   third_party/wikipedia/summaries.csv and tmp/<document_id>.content are found beside qaps.csv
+   unless --documents, --summaries, --stories_dir say otherwise)"""
 NAMESPACE = "readtwice.narrativeqa"
 QUESTIONS = "questions"
 

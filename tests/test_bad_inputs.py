@@ -333,7 +333,7 @@ CASES: Dict[str, Tuple[str, Callable, List[Callable[[Outcome], None]], List[str]
         {"read/truncated_bz2": 1}, written=2, source="multistream.xml.bz2@"), _inexact], []),
     "wikipedia-truncated_single_stream": ("wikipedia", _truncated_single_stream_wiki, [_expect(
         {"read/truncated_bz2": 1}, written=0, source="x-pages-articles.xml.bz2"), _inexact],
-                                          []),
+                                          ["--allow_empty"]),
     "wikipedia-malformed_xml": ("wikipedia", lambda t: _wiki(t, [
         _page("Seine", SEINE, 12).replace(b"</title>", b"</titel>")]), [
             _expect({"read/malformed_xml": 1}, written=2, source="multistream.xml.bz2@"),

@@ -37,6 +37,8 @@ import functools
 import gc
 import hashlib
 import itertools
+import re
+import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -77,6 +79,9 @@ class AnnotationConfig:
   dry_run: bool = False
   max_api_units: int = 0  # 0: no limit
   price_per_1000_units: float = 1.0
+  # --ner cloud: this many texts in a row failing for want of the service (UNAVAILABLE,
+  # deadlines, 5xx, connection errors, after the retries) stop the job: an outage.  0: never.
+  nl_max_consecutive_failures: int = 20
 
   def __post_init__(self):
     if self.ner not in NER_CHOICES:
@@ -104,6 +109,10 @@ class AnnotationConfig:
       raise ValueError(f"--max_api_units must be >= 0 (0: no limit), got {self.max_api_units}")
     if self.price_per_1000_units < 0:
       raise ValueError(f"--price_per_1000_units must be >= 0, got {self.price_per_1000_units}")
+    n = self.nl_max_consecutive_failures
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+      raise ValueError(f"--nl_max_consecutive_failures must be an integer >= 0 (0: never "
+                       f"stop), got {n!r}")
 
   @property
   def enabled(self) -> bool:
@@ -115,9 +124,13 @@ class AnnotationConfig:
     return PLAN_FILE if self.dry_run else None
 
   def describe(self) -> Dict[str, Any]:
+    """The manifest's config entries: ``annotate_batch_size`` (the job's own ``batch_size``
+    is the tokeniser's); ``cloud`` and ``nl_max_consecutive_failures`` with ``--ner cloud``."""
     d = dataclasses.asdict(self)
+    d["annotate_batch_size"] = d.pop("batch_size")
     if self.ner != "cloud":
       del d["cloud"]
+      del d["nl_max_consecutive_failures"]
     return d
 
 
@@ -177,6 +190,12 @@ def add_flags(group) -> None:
   group.add_argument("--nl_mention_types", default=",".join(c.mention_types),
                      help="--ner cloud: mention types kept, from PROPER,COMMON "
                           "(default: %(default)s)")
+  group.add_argument("--nl_max_consecutive_failures", type=int,
+                     default=d.nl_max_consecutive_failures,
+                     help="--ner cloud: stop the job (exit 1) when this many texts in a row "
+                          "fail for want of the service (UNAVAILABLE, deadlines, 5xx or "
+                          "connection errors, after the retries): an outage, not bad texts; "
+                          "0 never stops (default: %(default)s)")
   group.add_argument("--nl_language", default=c.language,
                      help="--ner cloud: ISO-639-1 language hint (default: detected)")
   cli.bool_flag(group, "dry_run", False,
@@ -204,7 +223,8 @@ def config_from_args(args) -> AnnotationConfig:
                           linker_min_probability=args.linker_min_probability,
                           ruler_patterns=args.ruler_patterns, batch_size=args.annotate_batch_size,
                           cloud=cloud, dry_run=args.dry_run, max_api_units=args.max_api_units,
-                          price_per_1000_units=args.price_per_1000_units)
+                          price_per_1000_units=args.price_per_1000_units,
+                          nl_max_consecutive_failures=args.nl_max_consecutive_failures)
 
 
 class _Annotators:
@@ -243,6 +263,7 @@ class _Annotators:
       self.backend.nlp  # pylint: disable=pointless-statement  # built now, not in a bundle
     self.links: Dict[str, int] = {}  # memo of link()
     self._titles: Dict[str, int] = {}
+    self.outage = OutageDetector(config.nl_max_consecutive_failures if self.cloud else 0)
     # The alias table, the patterns and the spaCy vocabulary live as long as the worker: out
     # of the collector's sight, the many short-lived objects of each batch no longer make
     # every full collection walk them (a third of the stage's time on mention-dense text).
@@ -293,6 +314,58 @@ def most_linked_aliases(table, limit: int) -> List[str]:
   return [a for a, _ in sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
 
+# API errors (``Failure.message`` starts with the exception's class name) that mean the service
+# is not answering, as opposed to a text it refused; 429s are a quota, not an outage.
+_OUTAGE_ERRORS = ("ServiceUnavailable", "DeadlineExceeded", "InternalServerError",
+                  "BadGateway", "GatewayTimeout", "Unknown", "RetryError")
+_QUOTA_ERRORS = ("TooManyRequests", "ResourceExhausted")
+
+
+def outage_evidence(found: Any) -> Optional[bool]:
+  """What one text's annotation says about the service: True (it did not answer: UNAVAILABLE,
+  deadlines, 5xx, connection errors, after the retries), False (it answered, also with a
+  refusal), None (nothing: a budget refusal, a quota error, an error of the text itself)."""
+  if isinstance(found, BaseException):
+    return True if isinstance(found, (OSError, ConnectionError, TimeoutError)) else None
+  if not isinstance(found, Failure):
+    return False
+  if found.reason == "api_unavailable":
+    return None if any(e in found.message for e in _QUOTA_ERRORS) else True
+  if found.reason == "api_error":
+    return found.message.startswith(_OUTAGE_ERRORS)
+  if found.reason == "api_rejected":
+    return False
+  return None
+
+
+class OutageDetector:
+  """Counts texts in a row whose annotation failed for want of the service (one per worker
+  process, shared by its threads); :meth:`observe` raises a UserError, which stops the job, at
+  ``limit`` of them (0: never)."""
+
+  def __init__(self, limit: int):
+    self.limit = limit
+    self.consecutive = 0
+    self._lock = threading.Lock()
+
+  def observe(self, found: Any) -> None:
+    evidence = outage_evidence(found)
+    if evidence is None or not self.limit:
+      return
+    with self._lock:
+      self.consecutive = self.consecutive + 1 if evidence else 0
+      reached = self.consecutive >= self.limit
+    if reached:
+      if isinstance(found, BaseException):
+        last = f"{type(found).__name__}: {found}"
+      else:
+        retried = re.match(r"(\d+) attempt\(s\), last: (.*)$", found.message, re.S)
+        last = (f"{retried.group(2)} after {retried.group(1)} attempt(s)" if retried
+                else found.message)
+      raise UserError(f"Cloud Natural Language unreachable: {self.limit} consecutive requests "
+                      f"failed (last: {last}); stopped (--nl_max_consecutive_failures)")
+
+
 class _AnnotateFn(beam.DoFn):
   """A batch of Documents -> Documents with mentions (+ stats, dead letters)."""
 
@@ -327,8 +400,11 @@ class _AnnotateFn(beam.DoFn):
       admit = (None if budget is None else
                [budget.admits(_budget_key(firsts[t])) for t in texts])
       annotate = functools.partial(annotate, admit=admit, stats=counts)
+    outage = self._annotators.outage
     try:
       found_by_text = dict(zip(texts, annotate(texts)))
+      for t in texts:
+        outage.observe(found_by_text[t])
       if self._last[0] in firsts:
         found_by_text[self._last[0]] = self._last[1]
       spans = [found_by_text[d.text] for d in batch]
@@ -339,9 +415,11 @@ class _AnnotateFn(beam.DoFn):
       for doc in batch:
         try:
           spans.append(self._annotators.backend.annotate([doc.text])[0])
+          outage.observe(spans[-1])
         except UserError:
           raise
         except Exception as e:  # pylint: disable=broad-except
+          outage.observe(e)
           spans.append(None)
           out.append(beam.pvalue.TaggedOutput(DEAD_LETTER, failure("annotate", doc.source_id,
                                                                    e)))
@@ -551,12 +629,14 @@ class AnnotateDocuments(beam.PTransform):
                                              beam.pvalue.AsSingleton(budget))
 
   def write_plan(self, docs: beam.PCollection, input_count: beam.PCollection,
-                 output_dir: str) -> beam.PCollection:
+                 output_dir: str, release_claim: Optional[str] = None) -> beam.PCollection:
     """The dry run: :meth:`plan` of ``docs`` (with the job's ``input_count``, a PCollection of
-    ints to sum) written to ``<output_dir>/annotation_plan.json``; outputs the report."""
+    ints to sum) written to ``<output_dir>/annotation_plan.json``; outputs the report.
+    ``release_claim``: the token of the output dir's claim, released then (``--nowait``)."""
     total = input_count | "SumInput" >> beam.CombineGlobally(sum)
     return self.plan(docs) | "WritePlan" >> beam.Map(_write_plan, output_dir,
-                                                    beam.pvalue.AsSingleton(total))
+                                                    beam.pvalue.AsSingleton(total),
+                                                    release_claim)
 
   def expand(self, docs: beam.PCollection) -> Dict[str, beam.PCollection]:
     n = self._config.batch_size
@@ -594,11 +674,15 @@ def plan_report(stats: Dict[str, Any], config: AnnotationConfig,
 
 
 
-def _write_plan(report: Dict[str, Any], output_dir: str, input_count: int) -> Dict[str, Any]:
+def _write_plan(report: Dict[str, Any], output_dir: str, input_count: int,
+                release_claim: Optional[str] = None) -> Dict[str, Any]:
   import json  # pylint: disable=g-import-not-at-top
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   from pipelines.beam.writer import write_atomically  # pylint: disable=g-import-not-at-top
   report = dict(report, input=input_count)
   write_atomically(FileSystems.join(output_dir, PLAN_FILE),
                    [(json.dumps(report, indent=1, sort_keys=True) + "\n").encode("utf-8")])
+  if release_claim:
+    from pipelines.beam import claim  # pylint: disable=g-import-not-at-top
+    claim.release_token(output_dir, release_claim)
   return report

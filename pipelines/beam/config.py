@@ -29,6 +29,8 @@ class RecordsConfig:
   compression: str = "none"  # records and documents side files: "none" or "gzip"
   # The job fails (no COMPLETED) when more than this share of its input records is rejected.
   max_error_fraction: float = 1.0
+  # A run that writes no document fails (no COMPLETED) unless this is set (--allow_empty).
+  allow_empty: bool = False
 
   def __post_init__(self):
     _at_least("segments_per_pack", self.segments_per_pack, 1)
@@ -50,5 +52,6 @@ class RecordsConfig:
     d = dataclasses.asdict(self.segmenter)
     d.update(segments_per_pack=self.segments_per_pack, num_shards=self.num_shards,
              segments_per_shard=self.segments_per_shard, deduplicate=self.deduplicate,
-             compression=self.compression, max_error_fraction=self.max_error_fraction)
+             batch_size=self.batch_size, compression=self.compression,
+             max_error_fraction=self.max_error_fraction, allow_empty=self.allow_empty)
     return d

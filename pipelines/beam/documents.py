@@ -1,6 +1,6 @@
 """From parsed documents to written records: the shared middle and end of every job.
 
-  Document --LabelAnswers--> --TokenizeAndSegment--> (sub-documents, side line to _spill/) Entry
+  Document --LabelAnswers--> --TokenizeAndSegment--> (sub-documents, side line to .tmp/spill/) Entry
      --CheckLabels--> --DeduplicateDocuments--> Entry, one per written document
      --WriteShards(SpilledPackEncoder)--> records-*.tfrecord   (one grouping: each shard
                  (spilled_side_lines)---> documents/*.jsonl   reads its own documents back)
@@ -31,7 +31,7 @@ from pipelines.beam.dead_letter import DEAD_LETTER, reason_key, to_json_line
 from pipelines.beam.dedup import (SKIPPED, DeduplicateDocuments, FindDuplicateIds,
                                   duplicate_ids_message)
 from pipelines.beam.labels import LABELS, CheckLabels
-from pipelines.beam.manifest import write_manifest
+from pipelines.beam.manifest import RELEASE_CLAIM_KEY, write_manifest
 from pipelines.beam import spill
 from pipelines.beam.answers import LabelAnswers
 from pipelines.beam.packing import SpilledPackEncoder, spilled_side_lines
@@ -97,6 +97,7 @@ class DocumentsToRecords(beam.PTransform):
     cfg = self._config
     out = self._output_dir
     spill_dir = spill.spill_dir(out)
+    tmp = writer.tmp_dir_of(out)  # shards are written there, then renamed into place
     p = inputs["documents"].pipeline
     stats = [inputs[k] for k in ("stats",) if k in inputs]
     dead = [inputs[k] for k in ("dead_letters",) if k in inputs]
@@ -105,7 +106,8 @@ class DocumentsToRecords(beam.PTransform):
     if self._reshuffle:
       docs = docs | "Reshuffle" >> beam.Reshuffle()
     if getattr(self._annotator, "dry_run", False):  # plans the annotation's cost, no records
-      return self._annotator.write_plan(docs, inputs["input_count"], out)
+      return self._annotator.write_plan(docs, inputs["input_count"], out,
+                                        self._header.get(RELEASE_CLAIM_KEY))
     if self._annotator is not None:
       annotated = docs | "Annotate" >> self._annotator
       docs = annotated["documents"]
@@ -148,22 +150,22 @@ class DocumentsToRecords(beam.PTransform):
     # Records and the documents side file of a shard come from one grouping of the entries.
     documents_file = writer.ShardFile(
         FileSystems.join(out, documents_schema.DOCUMENTS_DIR), "documents", ".jsonl",
-        spilled_side_lines, writer.frame_line, cfg.compression)
+        spilled_side_lines, writer.frame_line, cfg.compression, tmp_dir=tmp)
     shards = [
         keyed | "WriteRecordsAndDocuments" >> writer.WriteShards(
             out, "records", ".tfrecord", num_shards,
             SpilledPackEncoder(cfg.segments_per_pack, cfg.segmenter.seq_length, pad_id),
             writer.frame_tfrecord, compression=cfg.compression, also=[documents_file],
             side_inputs=([beam.pvalue.AsDict(inputs["entity_table"])]
-                         if "entity_table" in inputs else ())),
+                         if "entity_table" in inputs else ()), tmp_dir=tmp),
     ]
     all_dead = tuple(dead) | "FlattenDeadLetters" >> beam.Flatten()
     shards.append(_side_lines(all_dead, "DeadLetter") | "WriteDeadLetters" >> writer.WriteShards(
         FileSystems.join(out, manifest_schema.DEAD_LETTER_DIR), "dead_letter", ".jsonl",
-        one_shard, writer.encode_lines, writer.frame_line))
+        one_shard, writer.encode_lines, writer.frame_line, tmp_dir=tmp))
     shards.append(_side_lines(skipped, "Skipped") | "WriteSkipped" >> writer.WriteShards(
         FileSystems.join(out, manifest_schema.SKIPPED_DIR), "skipped", ".jsonl",
-        one_shard, writer.encode_lines, writer.frame_line))
+        one_shard, writer.encode_lines, writer.frame_line, tmp_dir=tmp))
     reasons = (all_dead | "ReasonKey" >> beam.Map(reason_key)
                | "CountReasons" >> beam.combiners.Count.PerElement())
     input_count = inputs["input_count"] | "SumInput" >> beam.CombineGlobally(sum)
@@ -178,4 +180,4 @@ class DocumentsToRecords(beam.PTransform):
                 beam.pvalue.AsSingleton(checked[LABELS]), spill_dir, self._report,
                 *([beam.pvalue.AsSingleton(inputs["report_input"])]
                   if "report_input" in inputs else []),
-                max_error_fraction=cfg.max_error_fraction))
+                max_error_fraction=cfg.max_error_fraction, allow_empty=cfg.allow_empty))

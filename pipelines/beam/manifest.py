@@ -129,26 +129,77 @@ def check_error_fraction(counts: Dict[str, int], max_error_fraction: float,
         f"{FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)}")
 
 
+def empty_run_message(counts: Dict[str, int], rejected_by_reason: Dict[str, int],
+                      skipped_by_reason: Dict[str, int], output_dir: str) -> str:
+  """The one line of a run that wrote no document: what happened to the input (the top
+  reasons) and where to look."""
+  def top(by_reason: Dict[str, int]) -> str:
+    merged: Dict[str, int] = collections.Counter()
+    for key, n in by_reason.items():
+      merged[key.rpartition("/")[2]] += n
+    ranked = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{reason} {n}" for reason, n in ranked[:3])
+    return shown + (f", {len(ranked) - 3} more reasons" if len(ranked) > 3 else "")
+
+  def records(n: int) -> str:
+    return f"{n} input record{'' if n == 1 else 's'}"
+
+  if not counts["input"]:
+    what = "the input holds no records"
+  else:
+    parts = []
+    if counts["rejected"]:
+      parts.append(f"{records(counts['rejected'])} rejected ({top(rejected_by_reason)})")
+    if counts["skipped"]:
+      parts.append(f"{records(counts['skipped'])} skipped ({top(skipped_by_reason)})")
+    what = "; ".join(parts) or records(counts["input"]) + " read"
+  where = (f"; see {FileSystems.join(output_dir, manifest_schema.DEAD_LETTER_DIR)}/"
+           if counts["rejected"] else "")
+  return (f"no document was written: {what}{where}; the job is not COMPLETED (--allow_empty "
+          f"accepts an empty output)")
+
+
+def check_not_empty(manifest: Dict[str, Any], output_dir: str) -> None:
+  """Raises a UserError if ``manifest`` says that no document was written."""
+  if not manifest["counts"]["written"]:
+    raise UserError(empty_run_message(manifest["counts"], manifest["rejected_by_reason"],
+                                      manifest["skipped_by_reason"], output_dir))
+
+
+# A header key (not written to the manifest): the token of the output dir's claim, which the
+# job's last step releases when the launcher does not wait for the job (--nowait).
+RELEASE_CLAIM_KEY = "_release_claim"
+
+
 def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
                    stats: Dict[str, Any], reasons: List[Tuple[str, int]],
                    shards: List[Dict[str, Any]], labels: Dict[str, Dict],
                    spill_dir: str | None = None, report=None, report_input=None,
-                   max_error_fraction: float = 1.0):
-  """FlatMap body: deletes the spill files, writes ``manifest.json``, then (when given)
-  ``report(manifest, output_dir, report_input)``'s files, then ``COMPLETED``; yields the
-  manifest.  When more than ``max_error_fraction`` of the input records were rejected it
-  raises a UserError after writing the manifest (kept for diagnosis) and before the report
-  and ``COMPLETED``, so the job fails with one line and never looks complete."""
+                   max_error_fraction: float = 1.0, allow_empty: bool = True):
+  """FlatMap body: deletes the temporary files (``.tmp/``), writes ``manifest.json``, then
+  (when given) ``report(manifest, output_dir, report_input)``'s files, then ``COMPLETED``;
+  yields the manifest.  When more than ``max_error_fraction`` of the input records were
+  rejected, or no document was written and not ``allow_empty``, it raises a UserError after
+  writing the manifest (kept for diagnosis) and before the report and ``COMPLETED``, so the
+  job fails with one line and never looks complete."""
+  header = dict(header)
+  release_token = header.pop(RELEASE_CLAIM_KEY, None)
   m = build_manifest(header, input_count, stats, reasons, shards, labels)
-  if spill_dir is not None:
-    deleted = spill.delete(spill_dir)
-    LOGGER.info("deleted %d temporary spill file(s) under %s", deleted, spill_dir)
+  deleted = writer.delete_tmp(output_dir)
+  if spill_dir is not None and not spill_dir.startswith(writer.tmp_dir_of(output_dir)):
+    deleted += spill.delete(spill_dir)
+  LOGGER.info("deleted %d temporary file(s) under %s", deleted, writer.tmp_dir_of(output_dir))
   text = manifest_schema.dumps(m)  # validates: raises if the counters do not reconcile
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE),
                           [text.encode("utf-8")])
   check_error_fraction(m["counts"], max_error_fraction, output_dir)
+  if not allow_empty:
+    check_not_empty(m, output_dir)
   if report is not None:
     report(m, output_dir, report_input)
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.COMPLETED_FILE), [])
   LOGGER.info("manifest: %s", FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE))
+  if release_token:
+    from pipelines.beam import claim  # pylint: disable=g-import-not-at-top
+    claim.release_token(output_dir, release_token)
   yield m

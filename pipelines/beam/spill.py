@@ -4,13 +4,14 @@ The shard count is derived from the total segment count, so no shard can be writ
 every document is segmented.  Holding the segmented documents until then is what made memory
 grow with the input (a runner buffers a PCollection in memory until its consumers may run).
 Instead, each bundle of the segment stage appends its documents' payloads to one temporary file
-under ``<output_dir>/_spill/`` as they are produced, and only a small :class:`Entry` per
+under ``<output_dir>/.tmp/spill/`` as they are produced, and only a small :class:`Entry` per
 document (ids, sizes, where its payload lies) travels on through Beam.  Once the shard count is
 known, each shard's writer reads back just its own documents, so a worker holds one shard's
 documents at a time (bounded by ``--segments_per_shard``), whatever the input size.
 
 A retried bundle writes a new file (the failed attempt's entries are never committed, so its
-file is never read); the whole ``_spill/`` directory is deleted once the output is complete.
+file is never read); the job's whole ``.tmp/`` directory is deleted once the output is complete
+or the job failed (``pipelines.beam.writer.delete_tmp``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-SPILL_DIR = "_spill"
+SPILL_DIR = "spill"  # under the job's .tmp/ (pipelines.beam.writer.TMP_DIR)
 
 
 class Ref(NamedTuple):
@@ -142,5 +143,5 @@ def delete(directory: str) -> int:
 
 
 def spill_dir(output_dir: str) -> str:
-  return FileSystems.join(output_dir, SPILL_DIR)
+  return FileSystems.join(output_dir, ".tmp", SPILL_DIR)
 

@@ -18,11 +18,13 @@ import hashlib
 import logging
 import os
 import queue
+import shutil
 import threading
 import uuid
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
@@ -127,27 +129,53 @@ class _WriteBehind:
       raise self._error
 
 
-def write_atomically(path: str, chunks: Iterable[bytes], compression: str = "none") -> int:
-  """Writes to ``<path>.tmp-<uuid>`` and renames over ``path``; returns the file's bytes.
+TMP_DIR = ".tmp"  # a job's temporary files: <output_dir>/.tmp/ (spill files, shards being written)
+TMP_PREFIX = ".tmp-"  # a temporary file written next to its final path (no tmp_dir given)
 
-  The chunks are written (and compressed) by a :class:`_WriteBehind` thread while the caller's
-  iterator makes the next ones."""
+
+def tmp_dir_of(output_dir: str) -> str:
+  """Where a job keeps its temporary files: no records (or other output) glob matches them."""
+  return FileSystems.join(output_dir, TMP_DIR)
+
+
+def write_atomically(path: str, chunks: Iterable[bytes], compression: str = "none",
+                     tmp_dir: Optional[str] = None) -> int:
+  """Writes to a temporary file and renames it over ``path``; returns the file's bytes.
+
+  The temporary file is ``<tmp_dir>/<uuid>-<name>`` when ``tmp_dir`` is given (a job's
+  ``.tmp/``), else ``.tmp-<uuid>-<name>`` beside ``path``: never a name that an output glob
+  such as ``records-*`` matches.  It is deleted when the write fails.  The chunks are written
+  (and compressed) by a :class:`_WriteBehind` thread while the caller's iterator makes the
+  next ones."""
   if compression not in COMPRESSIONS:
     raise ValueError(f"compression must be one of {COMPRESSIONS}, got {compression!r}")
-  tmp = f"{path}.tmp-{uuid.uuid4().hex}"
-  with FileSystems.create(tmp) as f:
-    counting = _Counting(f)
-    gz = (gzip.GzipFile(filename="", mode="wb", fileobj=counting, compresslevel=GZIP_LEVEL,
-                        mtime=0) if compression == tfrecord_io.GZIP else None)
-    with _WriteBehind(gz.write if gz is not None else counting.write) as behind:
-      for chunk in chunks:
-        behind.put(chunk)
-    if gz is not None:
-      gz.close()
-  size = counting.size
-  if FileSystems.exists(path):
-    FileSystems.delete([path])
-  FileSystems.rename([tmp], [path])
+  directory, name = FileSystems.split(path)
+  tmp = (FileSystems.join(tmp_dir, f"{uuid.uuid4().hex}-{name}") if tmp_dir
+         else FileSystems.join(directory, f"{TMP_PREFIX}{uuid.uuid4().hex}-{name}"))
+  try:
+    # Uncompressed: the bytes are exactly the given ones (Beam would gzip a .gz name itself).
+    with FileSystems.create(tmp, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+      counting = _Counting(f)
+      gz = (gzip.GzipFile(filename="", mode="wb", fileobj=counting, compresslevel=GZIP_LEVEL,
+                          mtime=0) if compression == tfrecord_io.GZIP else None)
+      with _WriteBehind(gz.write if gz is not None else counting.write) as behind:
+        for chunk in chunks:
+          behind.put(chunk)
+      if gz is not None:
+        gz.close()
+    size = counting.size
+    if FileSystems.exists(path):
+      FileSystems.delete([path])
+    elif "://" not in path:  # rename does not make the directory (create did, for tmp's)
+      os.makedirs(directory or ".", exist_ok=True)
+    FileSystems.rename([tmp], [path])
+  except BaseException:
+    try:
+      if FileSystems.exists(tmp):
+        FileSystems.delete([tmp])
+    except Exception:  # pylint: disable=broad-except  # keep the write's own error
+      pass
+    raise
   return size
 
 
@@ -164,6 +192,8 @@ class ShardFile:
   compression: str = "none"
   # Whether ``encode_shard`` takes the writer's side inputs (see WriteShards) after the items.
   takes_side_inputs: bool = False
+  # Where the file is written before its rename (None: beside it, see write_atomically).
+  tmp_dir: Optional[str] = None
 
 
 class _WriteShardFn(beam.DoFn):
@@ -202,7 +232,7 @@ class _WriteShardFn(beam.DoFn):
         yield f.frame(p)
 
     path = FileSystems.join(f.output_dir, name)
-    size = write_atomically(path, framed(), f.compression)
+    size = write_atomically(path, framed(), f.compression, f.tmp_dir)
     self._records[f.prefix].inc(count)
     self._bytes[f.prefix].inc(size)
     if "rows" in stats:  # one payload holding a table (e.g. a Parquet file)
@@ -226,18 +256,19 @@ class WriteShards(beam.PTransform):
   documents side file next to the records), so the items cross the shuffle once.
   ``side_inputs`` (e.g. ``beam.pvalue.AsDict(...)``) are passed to the main file's
   ``encode_shard`` after the items (the entity table of a corpus, for the records).
+  ``tmp_dir``: where the main file is written before its rename (the job's ``.tmp/``).
   """
 
   def __init__(self, output_dir: str, prefix: str, suffix: str,
                num_shards: Union[int, beam.PCollection], encode_shard: ShardEncoder,
                frame: Callable[[bytes], bytes], namespace: str = "readtwice.write",
                compression: str = "none", also: Sequence[ShardFile] = (),
-               side_inputs: Sequence[Any] = ()):
+               side_inputs: Sequence[Any] = (), tmp_dir: Optional[str] = None):
     super().__init__()
     if isinstance(num_shards, int) and num_shards < 1:
       raise ValueError("num_shards must be >= 1")
     files = [ShardFile(output_dir, prefix, suffix, encode_shard, frame, compression,
-                       takes_side_inputs=bool(side_inputs))]
+                       takes_side_inputs=bool(side_inputs), tmp_dir=tmp_dir)]
     self._fn = _WriteShardFn(files + list(also), namespace)
     self._num_shards = num_shards
     self._side_inputs = tuple(side_inputs)
@@ -261,10 +292,18 @@ def encode_lines(shard: int, items: List[Tuple[str, Any]]) -> Tuple[List[bytes],
   return [v.encode("utf-8") for _, v in items], {}
 
 
-# What a job writes under its output directory (see schemas/manifest.py).
+# What a job writes under its output directory (see schemas/manifest.py); ``_spill/`` is where
+# jobs before ``.tmp/`` kept their temporary files.
 OUTPUT_PATTERNS = ("records-*-of-*", "documents/documents-*-of-*",
                    "dead_letter/dead_letter-*-of-*", "skipped/skipped-*-of-*", "_spill/*",
                    "manifest.json", "COMPLETED")
+# Directories a job writes into, where a temporary file of write_atomically may be left.
+_OUTPUT_SUBDIRS = ("documents", "dead_letter", "skipped", "entities")
+
+
+def is_file(path: str) -> bool:
+  """Whether ``path`` is a local regular file (object stores have no such conflict)."""
+  return "://" not in path and os.path.isfile(path)
 
 
 def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequence[str] = ()
@@ -273,8 +312,10 @@ def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequenc
 
   With a different shard count the old ``-of-NNNNN`` files would otherwise stay next to the
   new ones.  ``overwrite`` deletes exactly the files a job writes (nothing else).  Returns
-  whether ``output_dir`` existed.
+  whether ``output_dir`` existed.  Call it holding the directory's claim
+  (:mod:`pipelines.beam.claim`): it also deletes a crashed run's temporary files.
   """
+  delete_tmp(output_dir)
   found = [m.path for pattern in tuple(OUTPUT_PATTERNS) + tuple(extra_patterns)
            for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
   if found and not overwrite:
@@ -286,13 +327,36 @@ def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequenc
   return FileSystems.exists(output_dir)
 
 
+def delete_tmp(output_dir: str) -> int:
+  """Deletes the job's temporary files: ``.tmp/`` (spill files, shards being written) and any
+  ``.tmp-*`` file beside the outputs; returns how many files."""
+  patterns = [FileSystems.join(output_dir, TMP_DIR, "**"),
+              FileSystems.join(output_dir, TMP_PREFIX + "*")]
+  patterns += [FileSystems.join(output_dir, d, TMP_PREFIX + "*") for d in _OUTPUT_SUBDIRS]
+  paths = sorted({m.path for r in FileSystems.match(patterns) for m in r.metadata_list})
+  if paths:
+    FileSystems.delete(paths)
+  directory = tmp_dir_of(output_dir)
+  if "://" not in directory and os.path.isdir(directory):
+    shutil.rmtree(directory, ignore_errors=True)
+  return len(paths)
+
+
 def clean_up_failed_run(output_dir: str, existed: bool) -> None:
-  """After a failed job: deletes its temporary spill files, and ``output_dir`` itself if the
-  job created it and left nothing else in it (a refusal before any write leaves no trace)."""
-  from pipelines.beam import spill  # pylint: disable=g-import-not-at-top
+  """After a failed job: deletes its temporary files, and ``output_dir`` itself if the job
+  created it and left nothing else in it (a refusal before any write leaves no trace)."""
   try:
-    spill.delete(spill.spill_dir(output_dir))
-    if not existed and os.path.isdir(output_dir) and not any(os.scandir(output_dir)):
-      os.rmdir(output_dir)
+    delete_tmp(output_dir)
+    remove_if_empty(output_dir, existed)
   except Exception:  # pylint: disable=broad-except  # never hide the job's own error
     LOGGER.warning("could not clean up %s after the failure", output_dir, exc_info=True)
+
+
+def remove_if_empty(output_dir: str, existed: bool) -> None:
+  """Removes a local ``output_dir`` that the job created (``existed`` False) and left empty,
+  empty subdirectories included."""
+  if existed or "://" in output_dir or not os.path.isdir(output_dir):
+    return
+  if any(files for _, _, files in os.walk(output_dir)):
+    return
+  shutil.rmtree(output_dir, ignore_errors=True)

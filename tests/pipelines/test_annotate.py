@@ -46,7 +46,7 @@ def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir, capsys):
   summary = json.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   assert summary["stages"]["annotate"]["linked"] == len(found)
   # The inspector names the entities, from the vocabulary of the job's --entities_dir.
-  assert inspect.main(["--records", os.path.join(out, "records-*")]) == 0
+  assert inspect.main(["--records_dir", out]) == 0
   shown = capsys.readouterr().out
   ids = {t: i for i, t in entities_schema.titles_by_id(entities_schema.read_vocabulary(
       os.path.join(entities_dir, "entities", "vocabulary.parquet"))).items()}

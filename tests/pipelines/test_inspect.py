@@ -190,7 +190,7 @@ def test_other_major_schema_version_fails(tmp_path, tokenizer, capsys):
   pattern = _write_output(tmp_path / "v2", [_pack(tokenizer, schema_version="2.0.0")], None)
   with pytest.raises(records.SchemaVersionError, match="2.0.0"):
     insp.load_records(insp.match_paths(pattern))
-  assert insp.main(["--records", pattern]) == 2
+  assert insp.main(["--records_dir", os.path.dirname(pattern)]) == 1
   assert "2.0.0" in capsys.readouterr().err
   # A minor version bump is still readable.
   ok = _write_output(tmp_path / "v1_1", [_pack(tokenizer, schema_version="1.1.0")], None)
@@ -206,8 +206,8 @@ def test_tokenizer_mismatch_and_missing_vocab_fail(tmp_path, tokenizer):
   paths = insp.match_paths(_write_output(tmp_path / "roberta", [_pack(tokenizer)], desc))
   with pytest.raises(insp.InspectError, match="--vocab_file"):
     insp.build_tokenizer(insp.read_manifest(paths))
-  # The error names the inspector's own flag (it used to say --input).
-  with pytest.raises(insp.InspectError, match=r"^--records '.*nothing-\*\.tfrecord' matches no file"):
+  # The error says what matched nothing (it used to name the job's --input).
+  with pytest.raises(insp.InspectError, match=r"^records '.*nothing-\*\.tfrecord' matches no file"):
     insp.match_paths(str(tmp_path / "nothing-*.tfrecord"))
 
 
@@ -217,7 +217,7 @@ def test_gzip_records_render_like_uncompressed(tmp_path, tokenizer, capsys):
   texts = {}
   for compression in ("none", "gzip"):
     pattern = _write_output(tmp_path / compression, payloads, desc, compression)
-    assert insp.main(["--records", pattern]) == 0
+    assert insp.main(["--records_dir", os.path.dirname(pattern)]) == 0
     texts[compression] = capsys.readouterr().out.replace(str(tmp_path / compression), "OUT")
   assert "OUT/records-00000-of-00001.tfrecord.gz record 1" in texts["gzip"]
   assert texts["gzip"].replace(".tfrecord.gz", ".tfrecord") == texts["none"]
@@ -232,12 +232,15 @@ def test_gzip_records_render_like_uncompressed(tmp_path, tokenizer, capsys):
 def test_manifest_compression_is_followed(tmp_path, tokenizer, capsys):
   # gzip records whose manifest says "none": corrupt, as tf.data would find them.
   pattern = _write_output(tmp_path / "lying", [_pack(tokenizer)], None, "gzip")
-  _write_output(tmp_path / "lying", [], tokenizer.describe(), "none", "unused.tfrecord")
+  _write_output(tmp_path / "manifest_only", [], tokenizer.describe(), "none",
+                "records-00000-of-00001.tfrecord.gz")
+  os.replace(tmp_path / "manifest_only" / manifest_schema.MANIFEST_FILE,
+             tmp_path / "lying" / manifest_schema.MANIFEST_FILE)
   paths = insp.match_paths(pattern)
   assert [os.path.basename(p) for p in paths] == ["records-00000-of-00001.tfrecord.gz"]
   with pytest.raises(tfrecord_io.CorruptRecordError, match="checksum"):
     insp.load_records(paths, manifest=insp.read_manifest(paths))
-  assert insp.main(["--records", pattern]) == 2
+  assert insp.main(["--records_dir", os.path.dirname(pattern)]) == 1
   assert "checksum" in capsys.readouterr().err
   assert len(insp.load_records(paths)) == 1  # detected by name without the manifest
 
@@ -275,7 +278,7 @@ def test_hotpotqa_pipeline_output_and_cli_html(tmp_path):
 
   page = tmp_path / "page.html"
   proc = subprocess.run(
-      [sys.executable, "-m", "pipelines.inspect", "--records", pattern, "--html", str(page),
+      [sys.executable, "-m", "pipelines.inspect", "--records_dir", str(out), "--html", str(page),
        "--max_records", "1"], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=60)
   assert proc.returncode == 0, proc.stderr
   body = page.read_text(encoding="utf-8")
@@ -285,7 +288,7 @@ def test_hotpotqa_pipeline_output_and_cli_html(tmp_path):
 
 def test_cli_text_mode_is_tensorflow_free(output_dir, capsys):
   code = ("import sys; from pipelines import inspect as i; "
-          f"rc = i.main(['--records', {output_dir!r}, '--max_segments', '1']); "
+          f"rc = i.main(['--records_dir', {os.path.dirname(output_dir)!r}, '--max_segments', '1']); "
           "bad = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'model')]; "
           "assert not bad, bad; sys.exit(rc)")
   proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=_env(),
@@ -296,6 +299,6 @@ def test_cli_text_mode_is_tensorflow_free(output_dir, capsys):
     insp.parse_args(["--help"])
   assert exit_info.value.code == 0
   usage = capsys.readouterr().out
-  for flag in ("--records", "--html", "--max_records", "--max_segments", "--vocab_file",
+  for flag in ("--records_dir", "--html", "--max_records", "--max_segments", "--vocab_file",
                "--merges_file", ".tfrecord.gz"):
     assert flag in usage

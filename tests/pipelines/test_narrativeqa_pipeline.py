@@ -178,18 +178,24 @@ def test_bad_flags_and_paths(tmp_path, capsys):
 
 @pytest.mark.skipif(not os.path.isdir(SAMPLES), reason="no ../shared/samples")
 @pytest.mark.parametrize("context", ["story", "summary"])
-def test_real_format_samples(tmp_path, context):
+def test_real_format_samples(tmp_path, context, capsys):
   written = 0
   for split in reader.SPLITS:
     out = str(tmp_path / f"{split}-{context}")
-    assert narrativeqa.main(["--input", os.path.join(SAMPLES, "qaps.csv"), "--output_dir",
-                             out, "--split", split, "--context", context]) == 0
+    code = narrativeqa.main(["--input", os.path.join(SAMPLES, "qaps.csv"), "--output_dir",
+                             out, "--split", split, "--context", context])
     m = _manifest(out)
     assert m["counts"]["input"] == 1
     written += m["counts"]["written"]
     if context == "story":  # the sample stories are short excerpts: their markers are cut off
       assert m["counts"]["rejected"] == 1 and list(m["rejected_by_reason"])[0] in (
           "parse/missing_story_start", "parse/missing_story_end")
+      # Nothing written: exit 1 naming the reason, no COMPLETED (the manifest stays).
+      assert code == 1 and not os.path.exists(os.path.join(out, "COMPLETED"))
+      err = capsys.readouterr().err
+      assert "error: no document was written: 1 input record rejected (missing_story_" in err
+    else:
+      assert code == 0
   assert written == (3 if context == "summary" else 0)
 
 

@@ -1,0 +1,161 @@
+"""Every ``python -m pipelines.<job>`` and ``python -m model.<command>`` keeps one command-line
+contract (``schemas/cli.py``): ``--help`` exits 0 with ``usage: python -m <module>``, help for
+every flag and an example whose flags parse; an unknown flag is one stderr line naming the
+closest real flag (exit 2) -- also when a required flag is missing; a renamed flag names its
+new spelling; no TensorFlow banner and no traceback anywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent import futures
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PIPELINES = ["pipelines.hotpotqa", "pipelines.triviaqa", "pipelines.narrativeqa",
+             "pipelines.books", "pipelines.wikipedia", "pipelines.inspect"]
+MODEL = ["model.train", "model.finetune", "model.pretrain", "model.predict", "model.evaluate",
+         "model.roberta"]
+COMMANDS = PIPELINES + MODEL
+
+
+def _env():
+  env = dict(os.environ)
+  env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # what a user has: nothing set
+  env.pop("READTWICE_TF_BANNERS", None)
+  return env
+
+
+def _run(*args):
+  return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=_env(), text=True,
+                        capture_output=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def helps():
+  with futures.ThreadPoolExecutor(2) as pool:
+    return dict(zip(COMMANDS, pool.map(lambda m: _run(m, "--help"), COMMANDS)))
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_help_exits_0_with_usage_example_and_no_banner(helps, module):
+  proc = helps[module]
+  assert proc.returncode == 0, proc.stderr
+  assert proc.stderr == ""  # no TF / absl banners, no warnings
+  assert proc.stdout.startswith(f"usage: python -m {module} ")
+  assert "\nexample:\n  python -m " + module in proc.stdout
+
+
+# The example of every command, parsed by the command's own main(): Parser.parse(_args) is
+# wrapped to stop right after a successful parse (pipelines: Beam's options checked too).
+_PARSE_EXAMPLES = r"""
+import importlib, json, sys
+from schemas import cli
+
+class Parsed(Exception):
+  pass
+
+parsers = []
+original_init, original_parse, original_parse_args = (
+    cli.Parser.__init__, cli.Parser.parse, cli.Parser.parse_args)
+
+def init(self, *a, **k):
+  original_init(self, *a, **k)
+  parsers.append(self)
+
+def parse(self, argv=None):
+  args, rest = original_parse(self, argv)
+  if self.module.startswith("pipelines.") and self.module != "pipelines.inspect":
+    from pipelines import cli as pcli
+    pcli.split_beam_args(self, rest)
+  raise Parsed(vars(args))
+
+def parse_args(self, args=None, namespace=None):
+  raise Parsed(vars(original_parse_args(self, args, namespace)))
+
+cli.Parser.__init__, cli.Parser.parse, cli.Parser.parse_args = init, parse, parse_args
+out = {}
+for name in sys.argv[1:]:
+  module = importlib.import_module(name)
+  del parsers[:]
+  try:
+    module.main(["--nonexistent_flag_for_the_test"])
+  except SystemExit:
+    pass
+  parser = [p for p in parsers if p.module == name][-1]
+  argv = parser.example_argv()
+  try:
+    module.main(argv)
+    out[name] = {"error": "main() returned without parsing"}
+  except Parsed as e:
+    out[name] = {"argv": argv, "flags": {k: v for k, v in e.args[0].items()
+                                          if isinstance(v, (str, int, float, list, type(None)))}}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("group", [PIPELINES, MODEL], ids=["pipelines", "model"])
+def test_help_example_parses(group):
+  proc = subprocess.run([sys.executable, "-c", _PARSE_EXAMPLES, *group], cwd=ROOT, env=_env(),
+                        text=True, capture_output=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  parsed = json.loads(proc.stdout.strip().splitlines()[-1])
+  for module in group:
+    assert "argv" in parsed[module], (module, parsed[module])
+    assert len(parsed[module]["argv"]) >= 2, module
+
+
+def _typo(flag: str) -> str:
+  """``--learning_rate`` -> ``--learnnig_rate``: two letters swapped, not an abbreviation."""
+  name = flag[2:]
+  i = len(name) // 2
+  return "--" + name[:i - 1] + name[i] + name[i - 1] + name[i + 1:]
+
+
+TYPOS = {  # module -> a flag it has, misspelt by _typo
+    "pipelines.hotpotqa": "--output_dir", "pipelines.triviaqa": "--evidence_dir",
+    "pipelines.narrativeqa": "--seq_length", "pipelines.books": "--segments_per_pack",
+    "pipelines.wikipedia": "--max_segments_per_document", "pipelines.inspect": "--records_dir",
+    "model.train": "--learning_rate", "model.finetune": "--learning_rate",
+    "model.pretrain": "--mention_mask_rate", "model.predict": "--records_dir",
+    "model.evaluate": "--predictions", "model.roberta": "--model_dir",
+}
+
+
+@pytest.mark.parametrize("module", COMMANDS)
+def test_unknown_flag_is_one_line_with_the_closest_flag(module):
+  flag = TYPOS[module]
+  typo = _typo(flag)
+  assert typo != flag
+  # No other flag given: the typo is reported, not the missing required flags.
+  proc = _run(module, typo, "1")
+  assert proc.returncode == 2, proc.stderr
+  assert proc.stdout == ""
+  assert proc.stderr.splitlines() == [
+      f"python -m {module}: error: unknown flag {typo} (did you mean {flag}?); see --help"]
+
+
+@pytest.mark.parametrize("module, old, new", [
+    ("model.finetune", "--train_dir", "--records_dir"),
+    ("model.finetune", "--dev_gold", "--gold"),
+    ("model.train", "--warmup_steps", "--warmup_fraction"),
+    ("model.pretrain", "--no_shuffle", "--noshuffle"),
+    ("model.evaluate", "--no_meteor", "--nometeor"),
+    ("pipelines.inspect", "--records", "--records_dir"),
+])
+def test_renamed_flag_names_the_new_one(module, old, new):
+  proc = _run(module, old, "x")
+  assert proc.returncode == 2
+  assert proc.stderr.splitlines() == [
+      f"python -m {module}: error: {old} was renamed {new}; see --help"]
+
+
+def test_abbreviations_are_refused():
+  proc = _run("model.evaluate", "--task", "hotpotqa", "--pred", "p.json", "--gold", "g.json")
+  assert proc.returncode == 2
+  assert proc.stderr.splitlines() == [
+      "python -m model.evaluate: error: unknown flag --pred (did you mean --predictions?); "
+      "see --help"]
