@@ -77,7 +77,7 @@ def pretrain(config_path: str, dirs: Sequence[str], heldout: str, model_dir: str
   cmd = [sys.executable, "-m", "model.pretrain", "--model_dir", model_dir,
          "--model_config", config_path, "--steps", str(args.steps), "--seed", str(seed),
          "--learning_rate", str(args.learning_rate), "--optimizer", args.optimizer,
-         "--whole_entity", "--eval_records_dir", heldout,
+         "--whole_entity", "--dev_records_dir", heldout,
          "--log_every", str(max(1, args.steps // 6)), "--steps_per_loop", "50",
          "--checkpoint_every", str(args.steps)]
   for d in dirs:

@@ -264,7 +264,8 @@ def read_manifest(output_dir: str) -> Dict:
     raise manifest_lib.ManifestError(
         f"{output_dir} has no {manifest_lib.COMPLETED_FILE}: its pipeline run failed or has "
         "not finished")
-  if not manifest.get("counts", {}).get("written", 1):
+  if not manifest.get("counts", {}).get("written", 1) and not manifest.get(
+      "examples", {}).get("packs"):
     raise manifest_lib.ManifestError(
         f"{output_dir} holds no records (its manifest counts 0 written documents); see "
         f"{output_dir}/{manifest_lib.DEAD_LETTER_DIR}/ for why")

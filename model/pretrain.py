@@ -6,14 +6,14 @@ CLI::
       [--preset readtwice_e|readtwice_cls|tiny_e|...] [--steps 10000] [--optimizer lamb] \
       [--learning_rate 5e-4] [--warmup_fraction 0.1] [--strategy cpu|mirrored|tpu --tpu NAME] \
       [--mention_mask_rate 0.25] [--token_mask_rate 0.15] [--max_span_words 3] \
-      [--whole_entity] [--eval_records_dir H --eval_every N --eval_packs K] ...
+      [--whole_entity] [--dev_records_dir H --eval_every N --eval_packs K] ...
 
 Records are the output dirs of the Wikipedia and books pipelines (local or ``gs://``; their
 manifests must agree on segment geometry and tokenizer).  Masks are drawn in the ``tf.data``
 pipeline for every pack anew (:mod:`model.masking`): 25% of entity mentions masked whole, 15%
 of the other context tokens in whole-word spans, 80/10/10 replacement, seeded, and resumed
 exactly.  LAMB, 10% linear warm-up then linear decay, no weight decay on LayerNorm parameters
-or biases.  With ``--eval_records_dir`` (held-out documents) the masked-LM loss and accuracy on
+or biases.  With ``--dev_records_dir`` (held-out documents) the masked-LM loss and accuracy on
 all masked tokens and on masked entity tokens are measured every ``--eval_every`` steps and at
 the end, with fixed masks, and written to ``metrics.json`` (``final_eval``).
 """
@@ -75,7 +75,7 @@ def mlm_evaluation(model, records_dirs: Sequence[str], task: trainer_lib.Pretrai
 
 EXAMPLE = r"""python -m model.pretrain --records_dir /tmp/wiki_records \
     --records_dir /tmp/books_records --model_dir /tmp/pretrained --preset readtwice_e \
-    --steps 10000 --eval_records_dir /tmp/wiki_heldout --eval_every 1000"""
+    --steps 10000 --dev_records_dir /tmp/wiki_heldout --eval_every 1000"""
 
 
 def build_parser() -> cli.Parser:
@@ -97,7 +97,7 @@ def build_parser() -> cli.Parser:
   cli.bool_flag(g, "whole_entity", False,
                 "mask every mention of the same entity in a segment together")
   g = p.add_argument_group("held-out evaluation")
-  g.add_argument("--eval_records_dir", action="append", default=None,
+  g.add_argument("--dev_records_dir", action="append", default=None,
                  help="held-out pipeline output dir (repeatable)")
   g.add_argument("--eval_every", type=int, default=None,
                  help="evaluate every this many steps (default: only at the end)")
@@ -110,13 +110,13 @@ def main(argv=None) -> int:
   p = build_parser()
   args = p.parse_args(argv)
   driver.check_flags(p, args)
-  if args.eval_every is not None and not args.eval_records_dir:
-    p.error("--eval_every needs --eval_records_dir")
+  if args.eval_every is not None and not args.dev_records_dir:
+    p.error("--eval_every needs --dev_records_dir")
   tc = driver.train_config(args, args.steps)
   try:
     manifests = trainer_lib.read_manifests(args.records_dir)
-    if args.eval_records_dir:
-      trainer_lib.read_manifests(args.records_dir + args.eval_records_dir)
+    if args.dev_records_dir:
+      trainer_lib.read_manifests(args.records_dir + args.dev_records_dir)
     mc = driver.model_config(args, manifests[0])
     masking = trainer_lib.masking_config(
         manifests[0], mention_rate=args.mention_mask_rate, token_rate=args.token_mask_rate,
@@ -126,9 +126,9 @@ def main(argv=None) -> int:
   try:
     task = trainer_lib.PretrainTask(mc, masking, coref_weight=args.coref_weight)
     evaluation = None
-    if args.eval_records_dir:
+    if args.dev_records_dir:
       def evaluate(model):
-        return mlm_evaluation(model, args.eval_records_dir, task, args.eval_packs)
+        return mlm_evaluation(model, args.dev_records_dir, task, args.eval_packs)
       evaluation = trainer_lib.EvalSpec(evaluate, every=args.eval_every or tc.steps)
     strategy = trainer_lib.make_strategy(args.strategy, args.tpu)
     summary = trainer_lib.Trainer(task, args.records_dir, args.model_dir, mc, tc,
@@ -136,7 +136,7 @@ def main(argv=None) -> int:
                                   evaluation=evaluation, log_batches=args.log_batches).run()
   except (trainer_lib.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(
-        e, list(args.records_dir) + list(args.eval_records_dir or [])))
+        e, list(args.records_dir) + list(args.dev_records_dir or [])))
   return driver.finish(summary)
 
 

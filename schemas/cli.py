@@ -40,6 +40,7 @@ EXIT_FAILURE = 1  # unusable inputs or outputs
 RENAMED: Dict[str, str] = {
     "--train_dir": "--records_dir",
     "--dev_dir": "--dev_records_dir",
+    "--eval_records_dir": "--dev_records_dir",
     "--dev_gold": "--gold",
     "--records": "--records_dir",
     "--no_shuffle": "--noshuffle",

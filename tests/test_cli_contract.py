@@ -143,6 +143,7 @@ def test_unknown_flag_is_one_line_with_the_closest_flag(module):
     ("model.finetune", "--dev_gold", "--gold"),
     ("model.train", "--warmup_steps", "--warmup_fraction"),
     ("model.pretrain", "--no_shuffle", "--noshuffle"),
+    ("model.pretrain", "--eval_records_dir", "--dev_records_dir"),
     ("model.evaluate", "--no_meteor", "--nometeor"),
     ("pipelines.inspect", "--records", "--records_dir"),
 ])

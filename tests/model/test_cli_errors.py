@@ -68,6 +68,8 @@ def dirs(tmp_path_factory):
   m = json.load(open(path))
   m["counts"] = {"input": 1, "written": 0, "skipped": 0, "rejected": 1}
   m["rejected_by_reason"] = {"parse/invalid_json": 1}
+  m["examples"] = {"documents": 0, "packs": 0}
+  m["shards"] = []
   open(path, "w").write(manifest_lib.dumps(m))
   out["empty"] = empty
   unfinished = packs.as_job(good, "hotpotqa", str(base / "unfinished"))

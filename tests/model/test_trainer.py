@@ -59,7 +59,7 @@ def test_pretrain_cli_learns_masked_lm_and_writes_checkpoints(wiki_records, tmp_
   model_dir = str(tmp_path / "m")
   assert pretrain.main(["--records_dir", wiki_records, "--model_dir", model_dir, "--steps", "40",
                         "--checkpoint_every", "20", "--steps_per_loop", "4", "--log_every", "4",
-                        "--eval_records_dir", wiki_records] + PRETRAIN_TINY) == 0
+                        "--dev_records_dir", wiki_records] + PRETRAIN_TINY) == 0
   lines = _json_lines(capsys.readouterr().out)
   steps = [x for x in lines if "loss" in x and "step" in x]
   summary = lines[-1]
