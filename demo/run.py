@@ -50,7 +50,7 @@ def train_flags(records_dir: str, model_dir: str, steps: int) -> List[str]:
   """The demo's ``python -m model.train`` flags (warm-up: 10 steps, at most ``steps``)."""
   return ["--records_dir", records_dir, "--model_dir", model_dir, "--preset", "tiny",
           "--steps", str(steps), "--learning_rate", "2e-3",
-          "--warmup_fraction", repr(min(10, steps) / steps)]
+          "--warmup_fraction", f"{min(10, steps) / steps:.6g}"]
 
 
 def _last_json(lines: List[str]) -> Dict:
