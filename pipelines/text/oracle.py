@@ -73,6 +73,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from schemas.text_metrics import lcs_length
+
 _WORD_RE = re.compile(r"\S+")
 # Every code point with str.isspace() is <= U+3000 (IDEOGRAPHIC SPACE); StoryIndex checks its
 # word count against str.split() anyway and falls back to the regex on a mismatch.
@@ -151,28 +153,6 @@ def normalize_words(text: str) -> List[Tuple[str, int, int]]:
     if norm:
       out.append((norm, m.start(), m.end()))
   return out
-
-
-def lcs_length(a: Sequence[Any], b: Sequence[Any]) -> int:
-  """Length of the longest common subsequence of two token sequences (O(|a| |b|) DP)."""
-  if len(a) < len(b):
-    a, b = b, a
-  if not b:
-    return 0
-  previous = [0] * (len(b) + 1)
-  for token_a in a:
-    current = [0]
-    left = 0
-    for j, token_b in enumerate(b):
-      if token_a == token_b:
-        left = previous[j] + 1
-      else:
-        up = previous[j + 1]
-        if up > left:
-          left = up
-      current.append(left)
-    previous = current
-  return previous[-1]
 
 
 def rouge_l_f1(candidate_words: Sequence[str], reference_words: Sequence[str]) -> float:

