@@ -388,9 +388,9 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
 
 
 class _HideUserErrorTracebacks(logging.Filter):
-  """Drops Beam's ERROR log of a user error raised on a worker (message and traceback): the
-  job prints that error itself, as one line; and local workers' warning about Dataflow's
-  semi-persistent directory."""
+  """Drops Beam's ERROR log of a user error (or a Ctrl-C) raised on a worker (message and
+  traceback): the job prints that error itself, as one line; and local workers' warning about
+  Dataflow's semi-persistent directory."""
 
   def filter(self, record: logging.LogRecord) -> bool:
     if not record.name.startswith("apache_beam"):
@@ -400,8 +400,10 @@ class _HideUserErrorTracebacks(logging.Filter):
       # (a Dataflow worker setting): noise on every run.
       return "No semi_persistent_directory found" not in record.getMessage()
     exc = record.exc_info[1] if record.exc_info else None
-    return not ((exc is not None and user_error_message(exc) is not None)
-                or MARKER in record.getMessage())
+    return not ((exc is not None and (user_error_message(exc) is not None
+                                      or _interrupted(exc)))
+                or MARKER in record.getMessage()
+                or record.getMessage().startswith("KeyboardInterrupt"))  # Ctrl-C: one line
 
 
 def setup_logging(level: str = "INFO") -> None:
@@ -416,6 +418,19 @@ def setup_logging(level: str = "INFO") -> None:
   LOGGER.setLevel(getattr(logging, level))
   for name in _INFO_LOGGERS:
     logging.getLogger(name).setLevel(logging.INFO)
+
+
+def _interrupted(exc: BaseException) -> bool:
+  """Whether ``exc`` is a KeyboardInterrupt that a Beam runner re-raised as another type
+  (``RuntimeError: KeyboardInterrupt [while running '...']``), in its chain or its text."""
+  seen = set()
+  e: Optional[BaseException] = exc
+  while e is not None and id(e) not in seen:
+    seen.add(id(e))
+    if isinstance(e, KeyboardInterrupt) or str(e).startswith("KeyboardInterrupt"):
+      return True
+    e = e.__cause__ or e.__context__
+  return False
 
 
 def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
@@ -438,6 +453,10 @@ def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
           f"deleted", file=sys.stderr, flush=True)
     return 143
   except Exception as e:  # pylint: disable=broad-except
+    if _interrupted(e):  # Ctrl-C that landed in a runner thread, re-raised by the runner
+      print(f"{prog}: error: interrupted; the job stopped and its temporary files were "
+            "deleted", file=sys.stderr, flush=True)
+      return 130
     # A UserError, also one raised on a worker and re-wrapped by the runner; or a missing
     # input / an existing output, whose message is the line to show.
     message = user_error_message(e)

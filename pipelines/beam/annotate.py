@@ -47,7 +47,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
 from schemas import entities as entities_schema
-from pipelines import cli
+from schemas import cli
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.parse import failure
 from pipelines.beam.stats import STATS, BundleStats, SumStats

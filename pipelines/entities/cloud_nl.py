@@ -215,7 +215,7 @@ class ResultCache:
   def flush(self) -> int:
     """Writes the buffered results as one new part; returns how many."""
     from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-    from pipelines.beam.writer import write_atomically  # pylint: disable=g-import-not-at-top
+    from pipelines.atomic_files import write_atomically  # pylint: disable=g-import-not-at-top
     with self._lock:
       rows, self._new = list(self._new.values()), {}
     if not rows:

@@ -30,7 +30,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import entities as entities_schema
-from pipelines.beam import writer
+from pipelines import atomic_files
 
 NAMESPACE = "readtwice.entities"
 
@@ -102,7 +102,7 @@ def _write_aliases(element: Tuple[int, bytes], out: str, partitions: int,
   partition, block = element
   rows = [(a, ids.get(t, entities_schema.UNKNOWN_ENTITY_ID), t, n) for a, t, n in
           pickle.loads(block)]
-  name = writer.shard_name(entities_schema.ALIASES_PREFIX, partition, partitions, ".parquet")
+  name = atomic_files.shard_name(entities_schema.ALIASES_PREFIX, partition, partitions, ".parquet")
   return _write_table(out, name, entities_schema.aliases_bytes(rows), len(rows), "aliases")
 
 
@@ -110,8 +110,8 @@ def _write_table(out: str, name: str, data: bytes, rows: int, kind: str) -> Dict
   """Writes one Parquet file under ``out`` (``<output_dir>/entities``); its stats for the
   manifest (``path`` relative to the output dir)."""
   path = FileSystems.join(out, name)
-  size = writer.write_atomically(path, [data])
-  writer.LOGGER.info("wrote %s: %d rows, %.1f MB", path, rows, size / 1e6)
+  size = atomic_files.write_atomically(path, [data])
+  atomic_files.LOGGER.info("wrote %s: %d rows, %.1f MB", path, rows, size / 1e6)
   return {"path": f"{entities_schema.ENTITIES_DIR}/{name}", "rows": rows, "bytes": size,
           "kind": kind}
 

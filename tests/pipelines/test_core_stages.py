@@ -16,7 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from schemas import manifest as manifest_schema
 from schemas import records
-from pipelines import keys, provenance
+from pipelines import atomic_files, keys, provenance
 from pipelines.beam import manifest, spill, writer
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.dedup import SKIPPED, DeduplicateDocuments, source_order
@@ -261,7 +261,7 @@ def test_a_failed_write_behind_is_raised_in_the_caller():
       raise OSError("disk full")
 
   with pytest.raises(OSError, match="disk full"):
-    with writer._WriteBehind(write, depth=1) as behind:  # pylint: disable=protected-access
+    with atomic_files._WriteBehind(write, depth=1) as behind:  # pylint: disable=protected-access
       for i in range(100):
         behind.put(bytes([i]))
   assert calls == [b"\x00", b"\x01"]  # nothing written after the failure
