@@ -20,14 +20,14 @@ demo: $(STAMP)
 
 # ReadTwice(E) vs E(SS) vs a plain encoder on generated long-range QA (~10 min on 2 cores).
 demo-memory: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) benchmarks/memory_gap.py --out_dir demo_output/memory_gap
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m benchmarks.memory_gap --out_dir demo_output/memory_gap
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q
 
 benchmark: $(STAMP)
-	$(PY) benchmarks/hotpotqa_throughput.py
+	$(PY) -m benchmarks.hotpotqa_throughput
 
 clean:
 	rm -rf demo_output

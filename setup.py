@@ -49,7 +49,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     packages=find_packages(include=["pipelines", "pipelines.*", "model", "model.*", "schemas",
-                                    "schemas.*"]),
+                                    "schemas.*", "synthetic", "synthetic.*"]),
     package_data={"pipelines": ["REVISION"]},
     install_requires=BASE,
     extras_require={

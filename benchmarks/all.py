@@ -1,15 +1,15 @@
 r"""Every pipeline's throughput relative to bare tokenisation, side by side, in interleaved pairs.
 
-  python benchmarks/all.py [--pairs 3] [--scale 1.0] [--only hotpotqa,books,...]
+  python -m benchmarks.all [--pairs 3] [--scale 1.0] [--only hotpotqa,books,...]
 
 The jobs: HotpotQA, Wikipedia, books, TriviaQA and NarrativeQA (``pipelines/<name>.py``).  Each
-gets a generated input in its official layout, its texts drawn from a Zipf-distributed
-pseudo-word vocabulary (``demo.synthetic_hotpotqa.ZipfWords``, as in ``hotpotqa_throughput``),
-so that BPE's word cache hits about as often as on real text:
+gets a generated input in its official layout (``synthetic.job_inputs``), its texts drawn from
+a Zipf-distributed pseudo-word vocabulary (``synthetic.hotpotqa.ZipfWords``, as in
+``hotpotqa_throughput``), so that BPE's word cache hits about as often as on real text:
 
-* hotpotqa: ``demo.synthetic_hotpotqa`` questions (two Zipf sentences per paragraph), one JSON
+* hotpotqa: ``synthetic.hotpotqa`` questions (two Zipf sentences per paragraph), one JSON
   list;
-* wikipedia: a ``demo.synthetic_wikipedia`` multistream dump with its index (links, redirects,
+* wikipedia: a ``synthetic.wikipedia`` multistream dump with its index (links, redirects,
   templates, tables, refs, ...);
 * books: Gutenberg-style plain-text books of 300-700 KB (header, credit, chapters, hard-wrapped
   paragraphs, licence footer), one per file;
@@ -18,9 +18,9 @@ so that BPE's word cache hits about as often as on real text:
   with their ``evidence/`` files of 1,000-5,000 words; the answers are phrases of the
   evidence;
 * narrativeqa: the official layout (``documents.csv``, ``qaps.csv``, ``tmp/<id>.content``) with
-  Gutenberg-style stories of 30k-70k words and ``NQA_QUESTIONS_PER_STORY`` questions each whose
-  answers are phrases of the story (real NarrativeQA has ~30 per story: every question
-  repeats the story's segments in the records, while the story is tokenised once).
+  Gutenberg-style stories of 30k-70k words and ``job_inputs.NQA_QUESTIONS_PER_STORY`` questions
+  each whose answers are phrases of the story (real NarrativeQA has ~30 per story: every
+  question repeats the story's segments in the records, while the story is tokenised once).
 
 Each pair times, for every pipeline one right after the other (bare, then the pipeline, so
 drift of a shared machine hits both sides alike; pair k runs every pipeline before pair k+1):
@@ -57,36 +57,33 @@ smoke test (start-up dominates: its ratios mean nothing).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
 import time
 from typing import Dict, List, NamedTuple, Sequence, Tuple
 
+from benchmarks import common
+from benchmarks.hotpotqa_throughput import docs_per_encode_call
+from pipelines import JOBS
+from pipelines.beam.config import RecordsConfig
+from pipelines.text.tokenizer import Tokenizer
+from synthetic import job_inputs
+from synthetic.job_inputs import MIN_WORDS
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from benchmarks import common  # noqa: E402
-from benchmarks.hotpotqa_throughput import docs_per_encode_call  # noqa: E402
-
-from demo import synthetic_hotpotqa  # noqa: E402
-from pipelines import JOBS  # noqa: E402
-from pipelines.beam.config import RecordsConfig  # noqa: E402
-from pipelines.text.tokenizer import Tokenizer  # noqa: E402
 
 MIN_PAIRS = 3
 # Input sizes at --scale 1.0 (each pipeline run ~10-30 s on 2 cores).
 HOTPOTQA_QUESTIONS = 8000
 WIKIPEDIA_PAGES, WIKIPEDIA_WORDS_PER_PAGE = 3000, 700
-BOOKS, BOOK_KB = 32, (300, 700)
+BOOKS = 32
 TRIVIAQA_WIKI_QUESTIONS, TRIVIAQA_WEB_QUESTIONS = 240, 150
-TRIVIAQA_WIKI_WORDS, TRIVIAQA_WEB_WORDS = (1500, 5000), (1000, 4000)
-NQA_STORIES, NQA_WORDS, NQA_QUESTIONS_PER_STORY = 40, (30_000, 70_000), 5
-MIN_WORDS = 100  # the shortest generated document, however small --scale
+NQA_STORIES = 40
+# Document lengths (BOOK_KB, ..., and MIN_WORDS, the shortest however small --scale) are
+# synthetic.job_inputs'.
 
 
 class Job(NamedTuple):
@@ -135,111 +132,26 @@ def dir_bytes(path: str) -> int:
   return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-# ---------------------------------------------------------------------- generated text
-
-
-class Prose:
-  """Sentences and paragraphs of Zipf-distributed pseudo-words (capitalised sentences, commas,
-  . ? ! and the odd name), deterministic for a seed."""
-
-  def __init__(self, seed: int):
-    self._zipf = synthetic_hotpotqa.ZipfWords(random.Random(seed + 1000))
-    self.rng = random.Random(seed)
-
-  def words(self, n: int) -> List[str]:
-    return self.rng.choices(self._zipf.words, cum_weights=self._zipf.cum, k=n)
-
-  def name(self) -> str:
-    return " ".join(w.capitalize() for w in self.words(2))
-
-  def paragraph(self, n: int) -> str:
-    rng = self.rng
-    ws = self.words(n)
-    out, i = [], 0
-    while i < len(ws):
-      s = ws[i:i + rng.randint(6, 24)]
-      i += len(s)
-      if len(s) > 8 and rng.random() < 0.5:
-        s[rng.randrange(2, len(s) - 2)] += ","
-      if len(s) > 1 and rng.random() < 0.3:
-        s[rng.randrange(1, len(s))] = self.name()
-      out.append(" ".join(s).capitalize() + rng.choice(".....?!"))
-    return " ".join(out)
-
-  def paragraphs(self, words: int) -> List[str]:
-    """Paragraphs of 40-160 words, ``words`` in all."""
-    out = []
-    while words > 0:
-      n = min(words, self.rng.randint(40, 160))
-      out.append(self.paragraph(n))
-      words -= n
-    return out
-
-
-def wrap(text: str, width: int = 70) -> str:
-  """Hard-wrapped lines, as in Gutenberg files."""
-  lines, line, size = [], [], 0
-  for w in text.split(" "):
-    if line and size + len(w) > width:
-      lines.append(" ".join(line))
-      line, size = [], 0
-    line.append(w)
-    size += len(w) + 1
-  if line:
-    lines.append(" ".join(line))
-  return "\n".join(lines)
-
-
-def gutenberg(title: str, body: str, end: str = "") -> str:
-  """A Project Gutenberg file around ``body``: header, start marker, credit, footer, licence."""
-  upper = title.upper()
-  return (f"The Project Gutenberg EBook of {title}, by A. Benchmark\r\n\r\nThis eBook is for "
-          f"the use of anyone anywhere at no cost.\r\n\r\n*** START OF THIS PROJECT GUTENBERG "
-          f"EBOOK {upper} ***\r\n\r\nProduced by The Benchmark Press\r\n\r\n"
-          + body.replace("\n", "\r\n") + end
-          + f"\r\n\r\nEnd of the Project Gutenberg EBook of {title}\r\n\r\n*** END OF THIS "
-          f"PROJECT GUTENBERG EBOOK {upper} ***\r\n\r\nLicence text, some lines of it.\r\n")
-
-
-def book_body(prose: Prose, words: int) -> str:
-  chapters = []
-  per_chapter = max(MIN_WORDS, words // max(1, words // 4000))
-  k = 0
-  while words > 0:
-    k += 1
-    n = min(words, per_chapter)
-    chapters.append(f"CHAPTER {k}.\n\n" + "\n\n".join(wrap(p) for p in prose.paragraphs(n)))
-    words -= n
-  return "\n\n\n".join(chapters)
-
-
 # ---------------------------------------------------------------------- inputs per job
-# Each returns a Job; the documents for the bare side come from the job's reader functions.
+# Each writes the job's generated input (synthetic.job_inputs) and returns a Job; the documents
+# for the bare side come from the job's reader functions.
 
 
 def make_hotpotqa(root: str, scale: float, per_call: int) -> Job:
-  from pipelines.readers import hotpotqa as reader  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.hotpotqa import reader  # pylint: disable=g-import-not-at-top
   n, _ = scaled(HOTPOTQA_QUESTIONS, scale)
-  os.makedirs(root)
-  path = os.path.join(root, "input.json")
-  raw = synthetic_hotpotqa.make_questions(n, seed=1, zipf_sentences=2)
-  with open(path, "w", encoding="utf-8") as f:
-    json.dump(raw, f)
+  path, raw = job_inputs.write_hotpotqa(root, n)
   docs = [reader.parse_record(r, f"{path}#{i}")[0] for i, r in enumerate(raw)]
   return Job("hotpotqa", path, "-", os.path.getsize(path), len(docs),
              encode_calls(docs, per_call))
 
 
 def make_wikipedia(root: str, scale: float, per_call: int) -> Job:
-  from demo import synthetic_wikipedia  # pylint: disable=g-import-not-at-top
-  from pipelines.readers import wikipedia as dump_reader  # pylint: disable=g-import-not-at-top
-  from pipelines.readers import wikipedia_pages as pages_lib  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import reader as dump_reader  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import pages as pages_lib  # pylint: disable=g-import-not-at-top
   n, factor = scaled(WIKIPEDIA_PAGES, scale)
-  os.makedirs(root)
-  path = os.path.join(root, "synwiki-pages-articles-multistream.xml.bz2")
-  synthetic_wikipedia.write_dump(synthetic_wikipedia.generate_pages(
-      n, seed=1, words_per_page=max(MIN_WORDS, int(WIKIPEDIA_WORDS_PER_PAGE * factor))),
-      path, multistream=True)
+  path = job_inputs.write_wikipedia(
+      root, n, max(MIN_WORDS, int(WIKIPEDIA_WORDS_PER_PAGE * factor)))
   with open(path, "rb") as f:
     namespaces = pages_lib.namespaces_of(dump_reader.read_siteinfo(f, path))
   docs = []
@@ -253,142 +165,42 @@ def make_wikipedia(root: str, scale: float, per_call: int) -> Job:
 
 
 def make_books(root: str, scale: float, per_call: int) -> Job:
-  from pipelines.readers import books as reader  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.books import reader  # pylint: disable=g-import-not-at-top
   n, factor = scaled(BOOKS, scale)
-  os.makedirs(root)
-  prose = Prose(seed=3)
-  docs = []
-  for i in range(n):
-    kb = prose.rng.randint(*BOOK_KB) * factor
-    words = max(MIN_WORDS, int(kb * 1000 / 7.5))  # ~7.5 bytes per word, spaces and wraps
-    data = gutenberg(f"The Tale of {prose.name()}", book_body(prose, words)).encode("utf-8")
-    path = os.path.join(root, f"{10000 + i}.txt")
-    with open(path, "wb") as f:
-      f.write(data)
-    docs.append(reader.parse_book(data, path))
+  docs = [reader.parse_book(data, path)
+          for path, data in job_inputs.write_books(root, n, factor)]
   return Job("books", os.path.join(root, "*.txt"), "-", dir_bytes(root), len(docs),
              encode_calls(docs, per_call))
 
 
-def _answer(prose: Prose, text: str) -> Dict:
-  """A TriviaQA ``Answer`` whose value is a two-word phrase of ``text``."""
-  ws = text.split()
-  k = prose.rng.randrange(max(1, len(ws) - 2))
-  value = " ".join(w.strip(",.?!").capitalize() for w in ws[k:k + 2])
-  return {"Aliases": [value, value.lower()], "MatchedWikiEntityName": value,
-          "NormalizedAliases": [value.lower()], "NormalizedValue": value.lower(),
-          "Type": "WikipediaEntity", "Value": value}
-
-
 def make_triviaqa(root: str, scale: float, per_call: int) -> Job:
-  from pipelines.readers import triviaqa as reader  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.triviaqa import reader  # pylint: disable=g-import-not-at-top
   n_wiki, factor = scaled(TRIVIAQA_WIKI_QUESTIONS, scale)
   n_web, _ = scaled(TRIVIAQA_WEB_QUESTIONS, scale)
-  prose = Prose(seed=4)
-  rng = prose.rng
-  evidence = os.path.join(root, "evidence")
-  qa = os.path.join(root, "qa")
-  for d in ("wikipedia", "web"):
-    os.makedirs(os.path.join(evidence, d))
-  os.makedirs(qa)
-  texts: Dict[str, str] = {}  # relative path -> text
-
-  def write(rel: str, words: Tuple[int, int]) -> str:
-    n = max(MIN_WORDS, int(rng.randint(*words) * factor))
-    text = "\n\n".join(prose.paragraphs(n)) + "\n"
-    with open(os.path.join(evidence, rel), "w", encoding="utf-8") as f:
-      f.write(text)
-    texts[rel] = text
-    return text
-
-  pool = []  # entity pages, shared by questions as in TriviaQA
-  for i in range(max(1, int(n_wiki * 1.2))):
-    title = f"{prose.name()} {i}"
-    filename = title.replace(" ", "_") + ".txt"
-    write(f"wikipedia/{filename}", TRIVIAQA_WIKI_WORDS)
-    pool.append({"DocSource": "TagMe", "Filename": filename, "Title": title})
-
-  def question(k: int, domain: str) -> Dict:
-    return {"Question": "Which " + " ".join(prose.words(rng.randint(6, 14))) + "?",
-            "QuestionId": f"{domain}_{k}", "QuestionSource": "http://benchmark"}
-
-  wiki = []
-  for k in range(n_wiki):
-    pages = rng.sample(pool, min(len(pool), rng.randint(1, 3)))
-    q = question(k, "tc")
-    q.update(EntityPages=pages,
-             Answer=_answer(prose, texts[f"wikipedia/{pages[0]['Filename']}"]))
-    wiki.append(q)
-  web = []
-  for k in range(n_web):
-    results = []
-    for r in range(rng.randint(2, 4)):
-      filename = f"{k}/{k}_{r}.txt"
-      os.makedirs(os.path.join(evidence, "web", str(k)), exist_ok=True)
-      text = write(f"web/{filename}", TRIVIAQA_WEB_WORDS)
-      results.append({"Description": "...", "Filename": filename, "Rank": r,
-                      "Title": f"Result {r}", "Url": f"http://example.com/{k}/{r}"})
-    q = question(k, "qw")
-    q.update(EntityPages=rng.sample(pool, min(len(pool), rng.randint(1, 2))),
-             SearchResults=results, Answer=_answer(prose, text))
-    web.append(q)
+  files, texts = job_inputs.write_triviaqa(root, n_wiki, n_web, factor)
   docs = []
-  for name, data in (("wikipedia-dev.json", wiki), ("web-dev.json", web)):
-    path = os.path.join(qa, name)
-    with open(path, "w", encoding="utf-8") as f:
-      json.dump({"Data": data, "Domain": name.split("-")[0].capitalize(), "Split": "dev",
-                 "VerifiedEval": False, "Version": 1.0}, f)
+  for path, data in files:
     for i, datum in enumerate(data):
       for source_id, unit in reader.split_question(f"{path}#{i}", datum):
         plan, _ = reader.parse_record(unit, source_id)
         docs.append(reader.build_document(plan, [
             reader.decode_evidence(texts[p.relative_path].encode("utf-8"))[0]
             for p in plan.pages]))
-  return Job("triviaqa", os.path.join(qa, "*-dev.json"), evidence, dir_bytes(root), len(docs),
-             encode_calls(docs, per_call))
+  return Job("triviaqa", os.path.join(root, "qa", "*-dev.json"), os.path.join(root, "evidence"),
+             dir_bytes(root), len(docs), encode_calls(docs, per_call))
 
 
 def make_narrativeqa(root: str, scale: float, per_call: int) -> Job:
-  from pipelines.readers import narrativeqa as reader  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.narrativeqa import reader  # pylint: disable=g-import-not-at-top
   n, factor = scaled(NQA_STORIES, scale)
-  prose = Prose(seed=5)
-  rng = prose.rng
-  os.makedirs(os.path.join(root, "tmp"))
-  stories, questions = [], []
   docs = []
-  for i in range(n):
-    story_id = f"{i:04d}bench{rng.randrange(16**8):08x}"
-    words = max(MIN_WORDS, int(rng.randint(*NQA_WORDS) * factor))
-    body = book_body(prose, words)
-    data = gutenberg(f"A Story {i}", body, "\n\nTHE END").encode("utf-8")
-    with open(os.path.join(root, "tmp", f"{story_id}.content"), "wb") as f:
-      f.write(data)
-    row = {"document_id": story_id, "set": "test", "kind": "gutenberg", "story_url": "u",
-           "story_file_size": len(data), "wiki_url": "w", "wiki_title": f"A Story {i}",
-           "story_word_count": words, "story_start": "Produced by The Benchmark Press",
-           "story_end": "THE END"}
-    stories.append(row)
-    ws = body.split()
-    rows = []
-    for _ in range(NQA_QUESTIONS_PER_STORY):
-      k = rng.randrange(max(1, len(ws) - 8))
-      phrase = [w.strip(",.?!") for w in ws[k:k + rng.randint(3, 7)]]
-      changed = [w if rng.random() < 0.7 else "something" for w in phrase]
-      rows.append({"document_id": story_id, "set": "test",
-                   "question": "Who " + " ".join(prose.words(rng.randint(5, 12))) + "?",
-                   "answer1": " ".join(phrase), "answer2": " ".join(changed),
-                   "question_tokenized": "", "answer1_tokenized": "", "answer2_tokenized": ""})
-    questions += rows
+  for row, data, rows in job_inputs.write_narrativeqa(root, n, factor):
+    story_id = row["document_id"]
     text, paragraphs, _ = reader.story_text(data, "gutenberg", row["story_start"],
                                             row["story_end"])
     docs += reader.question_documents(
         story_id, text, paragraphs,
         [(f"qaps#{k}", reader.make_question(r, story_id, k)) for k, r in enumerate(rows)])
-  for name, rows in (("documents.csv", stories), ("qaps.csv", questions)):
-    with open(os.path.join(root, name), "w", encoding="utf-8", newline="") as f:
-      w = csv.DictWriter(f, fieldnames=list(rows[0]))
-      w.writeheader()
-      w.writerows(rows)
   return Job("narrativeqa", os.path.join(root, "qaps.csv"), "-", dir_bytes(root), len(docs),
              encode_calls(docs, per_call))
 
@@ -430,7 +242,7 @@ def pipeline_child(name: str, input_pattern: str, out_dir: str, evidence_dir: st
 
 def pipeline_run(job: Job, out_dir: str) -> Dict:
   """Runs :func:`pipeline_child` in a fresh interpreter; checks what it wrote."""
-  r = common.child_run(__file__, [job.name, job.input_pattern, out_dir, job.evidence_dir],
+  r = common.child_run("benchmarks.all", [job.name, job.input_pattern, out_dir, job.evidence_dir],
                        out_dir, ROOT)
   counts = r["counts"]
   if counts["written"] != job.documents or counts["rejected"]:

@@ -12,12 +12,13 @@ import time
 from typing import Dict, Sequence
 
 
-def child_run(script: str, args: Sequence[str], out_dir: str, cwd: str) -> Dict:
-  """Runs ``script --child ARGS`` in a fresh interpreter (so no state carries over from the run
-  before) and returns the JSON its last stdout line holds, plus ``wall`` (the process' wall
-  time, start-up included); deletes ``out_dir`` afterwards; exits on failure."""
+def child_run(module: str, args: Sequence[str], out_dir: str, cwd: str) -> Dict:
+  """Runs ``python -m MODULE --child ARGS`` in ``cwd`` in a fresh interpreter (so no state
+  carries over from the run before) and returns the JSON its last stdout line holds, plus
+  ``wall`` (the process' wall time, start-up included); deletes ``out_dir`` afterwards; exits
+  on failure."""
   t0 = time.perf_counter()
-  proc = subprocess.run([sys.executable, os.path.abspath(script), "--child", *args],
+  proc = subprocess.run([sys.executable, "-m", module, "--child", *args],
                         cwd=cwd, capture_output=True, text=True, check=False)
   wall = time.perf_counter() - t0
   shutil.rmtree(out_dir, ignore_errors=True)

@@ -1,6 +1,6 @@
 r"""HotpotQA pipeline throughput relative to bare tokenisation, in interleaved pairs.
 
-  python benchmarks/hotpotqa_throughput.py [--num_questions 9000] [--input file.json]
+  python -m benchmarks.hotpotqa_throughput [--num_questions 9000] [--input file.json]
                                            [--pairs 5] [--nobreakdown]
 
 Each pair times, one right after the other on the same input:
@@ -47,15 +47,13 @@ import sys
 import tempfile
 import time
 
+from benchmarks import common
+from pipelines.beam.config import RecordsConfig
+from pipelines.datasets.hotpotqa import reader
+from pipelines.text.tokenizer import Tokenizer
+from synthetic import hotpotqa as synthetic_hotpotqa
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from benchmarks import common  # noqa: E402
-
-from demo import synthetic_hotpotqa  # noqa: E402
-from pipelines.beam.config import RecordsConfig  # noqa: E402
-from pipelines.readers import hotpotqa as reader  # noqa: E402
-from pipelines.text.tokenizer import Tokenizer  # noqa: E402
 
 MIN_PAIRS = 5
 
@@ -103,7 +101,7 @@ def pipeline_child(path: str, out_dir: str) -> None:
 
 def pipeline_run(path: str, out_dir: str) -> dict:
   """Runs :func:`pipeline_child` in a fresh interpreter; its figures plus the wall time."""
-  return common.child_run(__file__, [path, out_dir], out_dir, ROOT)
+  return common.child_run("benchmarks.hotpotqa_throughput", [path, out_dir], out_dir, ROOT)
 
 
 def breakdown(raw, config: RecordsConfig) -> dict:

@@ -1,10 +1,10 @@
 r"""Segments/s of the pretraining input: read, parse, dynamic masking, batching (one pack = one
 global batch).
 
-  python benchmarks/input_pipeline.py [--pages 400] [--seq_length 512] [--segments_per_pack 32]
+  python -m benchmarks.input_pipeline [--pages 400] [--seq_length 512] [--segments_per_pack 32]
       [--max_mentions 1024] [--seconds 20] [--repeats 3]
 
-Set-up: a generated Wikipedia dump (``demo.synthetic_wikipedia``, link mentions with entity ids)
+Set-up: a generated Wikipedia dump (``synthetic.wikipedia``, link mentions with entity ids)
 goes through ``python -m pipelines.wikipedia`` with the given record shape.  Then, in this
 process, the trainer's input as it will run: ``model.input.dataset_from_output_dir`` (read and
 parse every shard, ``max_mentions`` static mention features), repeated, enumerated and mapped
@@ -26,7 +26,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 TARGET = 5000.0
@@ -34,7 +34,7 @@ TARGET = 5000.0
 
 def make_records(tmp: str, pages: int, seq_length: int, segments_per_pack: int) -> str:
   import subprocess  # pylint: disable=g-import-not-at-top
-  from demo import synthetic_wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
   dump = os.path.join(tmp, "gen-pages-articles.xml.bz2")
   synth.write_dump(synth.generate_pages(pages, seed=1, words_per_page=400), dump)
   out = os.path.join(tmp, "records")

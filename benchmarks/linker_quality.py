@@ -1,6 +1,6 @@
 r"""Precision and recall of the anchor-text entity linker on a small hand-labelled set.
 
-  python benchmarks/linker_quality.py [--data_dir benchmarks/data/linker_eval]
+  python -m benchmarks.linker_quality [--data_dir benchmarks/data/linker_eval]
       [--min_count 2] [--min_probability 0.5] [--ruler_patterns 100000] [--examples 8]
 
 The data (``--data_dir``):
@@ -42,14 +42,12 @@ import argparse
 import csv
 import json
 import os
-import sys
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from pipelines.entities import linker as linker_lib
+from schemas import entities as entities_schema
 
-from pipelines.entities import linker as linker_lib  # noqa: E402
-from schemas import entities as entities_schema  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 DATA_DIR = os.path.join(ROOT, "benchmarks", "data", "linker_eval")
 ALIASES_FILE = "aliases.tsv"

@@ -1,12 +1,12 @@
 r"""Does reading twice work?  ReadTwice(E) against its E(SS) ablation and a plain encoder on a
 generated long-range QA task that only cross-segment memory can solve.
 
-  python benchmarks/memory_gap.py [--out_dir DIR] [--models e,e_ss,plain] [--seeds 3] [--size tiny]
+  python -m benchmarks.memory_gap [--out_dir DIR] [--models e,e_ss,plain] [--seeds 3] [--size tiny]
       [--steps 1500] [--learning_rate 1e-3] [--train_docs 1600] [--dev_docs 200] [--segments 6]
       [--distances 1,2,3,4] [--distractors 3] [--seq_length 128] [--segments_per_pack 24]
       [--parallel 2] [--reuse_data]
 
-The data (``demo.long_range_qa``): each document holds M = distractors + 1 (book, author,
+The data (``synthetic.long_range_qa``): each document holds M = distractors + 1 (book, author,
 birth city) triples told by "<Book> was written by <Author>." and "<Author> was born in
 <City>." in different segments; the question "Where was the author of <Book> born?" is
 prefixed to every segment.  The segment with the answer cannot tell which birth fact is asked
@@ -28,7 +28,7 @@ segment).  A seed fixes the initial weights and the batch order, so E and E(SS) 
 start from the same weights and see the same batches: the gap is paired per seed.
 
 Printed: the build's figures, a line per run (dev EM/F1, final training loss, memory no-op
-rate, seconds; for E also ``benchmarks/memory_probe.py``: how much attention the answer
+rate, seconds; for E also ``benchmarks.memory_probe``: how much attention the answer
 segment's author mention puts on that author's memory from the book fact's segment, against
 the uniform share; and the dev F1 of E's weights with the other segments' memories blocked), then a table: per model dev EM and F1 (mean, sd, min/median/max over seeds),
 F1 by fact distance, beside the chance level; the learning curves (training loss every
@@ -55,12 +55,11 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Sequence
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
+from model.evaluation import hotpotqa as hotpot_eval
+from synthetic.long_range_qa import build as long_range_qa
+from synthetic.long_range_qa.documents import Params as LongRangeParams
 
-from demo import long_range_qa  # noqa: E402
-from model.evaluation import hotpotqa as hotpot_eval  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PRESETS = {"e": "tiny_e", "e_ss": "tiny_e_ss", "plain": "tiny_roberta", "cls": "tiny_cls"}
 # ``--size``: overrides of the tiny presets (hidden 64, 2 heads, 1 + 1 layers).  ``small`` gives
@@ -203,7 +202,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
         float(full.get(m["id"]) != own["answer"].get(m["id"])) for m in docs_meta)
   probe = None
   if model == "e":  # does the answer segment's author mention read its book-fact memory?
-    probe = json.loads(_run([os.path.join(ROOT, "benchmarks", "memory_probe.py"), "--model_dir",
+    probe = json.loads(_run(["-m", "benchmarks.memory_probe", "--model_dir",
                              model_dir, "--data_dir", data["out_dir"]], log, args.threads)[-1])
   return {"probe": probe, "blocked": blocked, "choice": choice, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
           "by_distance": by_distance,
@@ -220,7 +219,7 @@ def _stats(values: Sequence[float]) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  d = long_range_qa.Params()
+  d = LongRangeParams()
   ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   ap.add_argument("--out_dir", default=None,
                   help="data, models and logs go here (default: a temporary directory, "
@@ -257,7 +256,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if args.threads is None:
     args.threads = 1 if args.parallel > 1 else 0
   try:
-    params = long_range_qa.Params(
+    params = LongRangeParams(
         segments=args.segments, distractors=args.distractors, seq_length=args.seq_length,
         distances=tuple(int(x) for x in args.distances.split(",") if x.strip()))
   except ValueError as e:

@@ -1,7 +1,7 @@
 """The memory ladder: controlled tasks that only cross-segment memory can solve, trained with
 the project's own model, losses, optimiser and trainer loop, each model against its ablations.
 
-Rungs (documents made by ``benchmarks/ladder_tasks.py``, fresh ones for every training step,
+Rungs (documents made by ``synthetic/ladder_tasks.py``, fresh ones for every training step,
 4 candidates, chance 0.25): R0 lookup, R1 lookup-then-read, R2 the bridge book -> author ->
 city inside one segment (the control every model must pass), R3 the same bridge across two
 segments.  Models: ``E`` (ReadTwice with entity memories), ``E(SS)`` (each segment reads only
@@ -16,7 +16,7 @@ the gradient norm of the memory layers (extraction + attention) against BERT_2's
 initialisation and after training.  The last line is one JSON object: ``value`` = R3 E accuracy
 minus max(E(SS), E-blocked), the minimum over seeds.
 
-  python benchmarks/memory_ladder.py [--rungs R0,R1,R2,R3] [--seeds 3] [--steps 600]
+  python -m benchmarks.memory_ladder [--rungs R0,R1,R2,R3] [--seeds 3] [--steps 600]
       [--size small] [--parallel 2] [--out results.json]
 
 Defaults run the whole ladder in about 12 minutes on 2 cores.
@@ -35,12 +35,7 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Sequence
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
-
-import ladder_tasks  # noqa: E402  pylint: disable=g-import-not-at-top
+from synthetic import ladder_tasks
 
 MODELS = ("E", "E(SS)", "plain")
 REPORTED = ("E", "E-blocked", "E(SS)", "plain")
@@ -162,7 +157,7 @@ def run_one(job: Dict) -> Dict:
   E, the same weights with other segments' memories blocked)."""
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import configs, readtwice, trainer  # pylint: disable=g-import-not-at-top
+  from model import configs, objectives, readtwice, trainer, training_data  # pylint: disable=g-import-not-at-top
   t0 = time.perf_counter()
   g = ladder_tasks.Geometry()
   rung, name, seed, steps = job["rung"], job["model"], job["seed"], job["steps"]
@@ -175,9 +170,9 @@ def run_one(job: Dict) -> Dict:
   # Fresh documents every step: as many training packs as steps (seeded apart from dev).
   train, _ = ladder_tasks.make_packs(rung, steps, seed=1000 + seed, g=g)
   dev, dev_meta = ladder_tasks.make_packs(rung, job["dev_packs"], seed=10_000 + seed, g=g)
-  source = trainer.GeneratedPacks(train, g.seq_length, g.segments_per_pack,
+  source = training_data.GeneratedPacks(train, g.seq_length, g.segments_per_pack,
                                   ladder_tasks.VOCAB_SIZE)
-  task = trainer.FinetuneTask(mc, coref_weight=job.get("coref_weight", 0.0))
+  task = objectives.FinetuneTask(mc, coref_weight=job.get("coref_weight", 0.0))
   first = {k: tf.constant(v[0]) for k, v in train.items()}
   keras.utils.set_random_seed(seed)  # what the trainer does before it builds the model
   initial = readtwice.build_model(mc, g.seq_length, g.segments_per_pack)

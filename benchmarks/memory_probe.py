@@ -1,9 +1,9 @@
 r"""Do memories reach the right tokens?  Where the answer segment's author mention looks in a
-model trained on the long-range QA task (``demo/long_range_qa.py``).
+model trained on the long-range QA task (``synthetic/long_range_qa/``).
 
-  python benchmarks/memory_probe.py --model_dir M --data_dir D [--split dev]
+  python -m benchmarks.memory_probe --model_dir M --data_dir D [--split dev]
 
-``D`` is a ``demo.long_range_qa.build`` output dir (``records_<split>/``, ``entities/``,
+``D`` is a ``synthetic.long_range_qa.build`` output dir (``records_<split>/``, ``entities/``,
 ``docs-<split>.jsonl``); ``M`` a model trained on it (``python -m model.finetune``), with
 memory.  For every document, the tokens of the target author's mention in the segment holding
 the answer ("*Author* was born in *City*") are the readers that matter: the one memory that
@@ -30,10 +30,6 @@ import os
 import statistics
 import sys
 from typing import Dict, List
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-  sys.path.insert(0, ROOT)
 
 
 def _entity_ids(entities_dir: str) -> Dict[str, int]:
@@ -106,7 +102,7 @@ def probe(model_dir: str, data_dir: str, split: str = "dev") -> Dict:
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   ap.add_argument("--model_dir", required=True)
-  ap.add_argument("--data_dir", required=True, help="a demo.long_range_qa build dir")
+  ap.add_argument("--data_dir", required=True, help="a synthetic.long_range_qa build dir")
   ap.add_argument("--split", default="dev", choices=["train", "dev"])
   args = ap.parse_args(argv)
   result = probe(args.model_dir, args.data_dir, args.split)

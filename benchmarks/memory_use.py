@@ -4,13 +4,13 @@ predict masked entity mentions?
 Pretrains a tiny ReadTwice(E) and its E(SS) ablation (each segment reads only its own
 memories; the same variables, so one seed gives both the same initial weights, batches and
 masks) with ``python -m model.pretrain`` on the same records -- the generated biographies of
-``benchmarks/memory_corpus.py`` plus the real Wikipedia and books samples when present -- and
+``synthetic.memory_corpus`` plus the real Wikipedia and books samples when present -- and
 measures masked-LM accuracy on held-out documents about entities never seen in training, on
 masked entity tokens and on all masked tokens (fixed masks, ``--whole_entity`` masking so a
 second mention of the same entity in the segment cannot give the name away).  Paired by seed;
 prints a table and, last, one JSON line with the E - E(SS) entity-token accuracy gap.
 
-  python benchmarks/memory_use.py [--out_dir /tmp/memory_use] [--seeds 3] [--steps 1200]
+  python -m benchmarks.memory_use [--out_dir /tmp/memory_use] [--seeds 3] [--steps 1200]
 
 (~3 minutes per run on 2 cores at the default size; the corpus build is reused when
 ``--out_dir`` already holds one.)
@@ -27,14 +27,11 @@ import sys
 import time
 from typing import Dict, List, Sequence
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
-sys.path.insert(0, HERE)
+from benchmarks.common import spread
+from model import configs
+from synthetic.memory_corpus import build as memory_corpus
 
-import memory_corpus  # noqa: E402  pylint: disable=g-import-not-at-top
-from common import spread  # noqa: E402  pylint: disable=g-import-not-at-top
-from model import configs  # noqa: E402  pylint: disable=g-import-not-at-top
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 VARIANTS = {"E": "tiny_e", "E(SS)": "tiny_e_ss"}
 METRICS = ("mlm_entity_accuracy", "mlm_accuracy", "mlm_other_accuracy", "mlm_entity_loss",

@@ -1,6 +1,6 @@
 r"""Train-step time of ReadTwice(E) against the plain encoder baseline at the same shapes.
 
-  python benchmarks/model_step.py [--hidden 256 --heads 4 --layers_first 4 --layers_second 2]
+  python -m benchmarks.model_step [--hidden 256 --heads 4 --layers_first 4 --layers_second 2]
       [--segments 32 --seq_length 512 --mentions_per_segment 16] [--baseline_layers 4]
       [--pairs 5 --steps 3] [--jit_compile] [--bf16] [--small]
 
@@ -23,11 +23,8 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 TARGET = 1.3

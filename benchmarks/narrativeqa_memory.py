@@ -1,6 +1,6 @@
 r"""Peak memory and time of the NarrativeQA job on one long book with its questions.
 
-  python benchmarks/narrativeqa_memory.py [--words 400000] [--questions 30] [--seed 0]
+  python -m benchmarks.narrativeqa_memory [--words 400000] [--questions 30] [--seed 0]
                                           [--interval 0.2] [--seq_length 512]
 
 Writes an official-layout NarrativeQA folder (``documents.csv``, ``qaps.csv``,
@@ -29,10 +29,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from benchmarks.pipeline_memory import _status_kb, tree
 
-from benchmarks.pipeline_memory import _status_kb, tree  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TARGET_GB = 2.0
 

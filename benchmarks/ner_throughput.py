@@ -1,8 +1,8 @@
 r"""The annotation stage's words/s inside the pipeline against bare ``nlp.pipe``, paired.
 
-  python benchmarks/ner_throughput.py [--pages 600] [--pairs 5] [--ruler_patterns 100000]
+  python -m benchmarks.ner_throughput [--pages 600] [--pairs 5] [--ruler_patterns 100000]
 
-Set-up (once): a generated Wikipedia dump (``demo.synthetic_wikipedia``) goes through
+Set-up (once): a generated Wikipedia dump (``synthetic.wikipedia``) goes through
 ``python -m pipelines.wikipedia`` for its alias table; the clean text of other generated pages
 of pages of the same generated world becomes a folder of books (one page per file, links
 removed: plain text).
@@ -10,7 +10,7 @@ removed: plain text).
 Each pair, one right after the other, on the same text and the same spaCy pipeline
 (``blank:en`` + an EntityRuler of the ``--ruler_patterns`` most linked aliases):
 
-* bare: ``nlp.pipe`` over the books' document texts (as ``pipelines.readers.books`` makes
+* bare: ``nlp.pipe`` over the books' document texts (as ``pipelines.datasets.books.reader`` makes
   them), batches of 64, in this process, with a freshly built pipeline;
 * pipeline: ``python -m pipelines.books --ner spacy --linker alias`` in a fresh interpreter
   (in-memory runner); the stage's words are its ``annotate/words`` counter, its time
@@ -35,19 +35,18 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from benchmarks import common
 
-from benchmarks import common  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MIN_PAIRS = 5
 
 
 def make_inputs(tmp: str, pages: int):
   """(entities dir, books dir, book texts)."""
-  from demo import synthetic_wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
   from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
-  from pipelines.readers import books  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.books import reader as books  # pylint: disable=g-import-not-at-top
   from pipelines.text import wikitext  # pylint: disable=g-import-not-at-top
 
   dump = os.path.join(tmp, "gen-pages-articles.xml.bz2")
@@ -121,7 +120,8 @@ def main() -> None:
     for k in range(args.pairs):
       bare_s, bare_cpu_s, words = bare(texts, wiki, args.ruler_patterns)
       out = os.path.join(tmp, f"out{k}")
-      r = common.child_run(__file__, [book_dir, out, wiki, str(args.ruler_patterns)], out, ROOT)
+      r = common.child_run("benchmarks.ner_throughput",
+                           [book_dir, out, wiki, str(args.ruler_patterns)], out, ROOT)
       if r["words"] != words:
         print(f"warning: the stage saw {r['words']:,} words, the bare pass {words:,}",
               file=sys.stderr)

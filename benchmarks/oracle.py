@@ -1,8 +1,8 @@
 r"""NarrativeQA extractive ROUGE-L oracle: the fast search against the exhaustive reference.
 
-  python benchmarks/oracle.py [--words 30000] [--questions 30] [--repeats 3] [--seed 0]
+  python -m benchmarks.oracle [--words 30000] [--questions 30] [--repeats 3] [--seed 0]
                               [--ref_every K] [--ref_repeats N]
-  python benchmarks/oracle.py --words 400000     # the real-size check (a long NarrativeQA book)
+  python -m benchmarks.oracle --words 400000     # the real-size check (a long NarrativeQA book)
 
 The default (30k words) takes about a minute, nearly all of it in the reference; the 400k-word
 run a little over one minute (on a 2-core container).
@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import sys
@@ -63,10 +62,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-from pipelines.text import oracle  # noqa: E402  pylint: disable=g-import-not-at-top
+from pipelines.text import oracle  # pylint: disable=g-import-not-at-top
 
 STOP_WORDS = (
     "the of and to a in he was that it his her she had with as for i you at on is but not "

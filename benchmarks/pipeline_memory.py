@@ -1,10 +1,10 @@
 r"""Peak memory of the whole HotpotQA job (``python -m pipelines.hotpotqa``) by input size.
 
-  python benchmarks/pipeline_memory.py [--questions 9000,90447] [--modes in_memory,multi_processing]
+  python -m benchmarks.pipeline_memory [--questions 9000,90447] [--modes in_memory,multi_processing]
                                        [--seed 0] [--tmp_dir DIR] [--keep] [--interval 0.2]
 
 For each size, generates a HotpotQA-format JSON list with
-``demo.synthetic_hotpotqa.make_questions(n, seed, zipf_sentences=2)`` (~5.9 KB of JSON per
+``synthetic.hotpotqa.make_questions(n, seed, zipf_sentences=2)`` (~5.9 KB of JSON per
 question, like real HotpotQA train's ~5.8 KB: 90,447 questions are ~540 MB), in a separate
 interpreter so that the generator's memory is returned before anything is measured.  Files are
 cached in ``--tmp_dir`` by (questions, seed): a file already there is reused.  The default
@@ -46,10 +46,9 @@ import tempfile
 import time
 from typing import Any, Dict, List, NamedTuple, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from benchmarks import common
 
-from benchmarks import common  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MODES = {
     "in_memory": [],
@@ -63,7 +62,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 def generate(n: int, seed: int, path: str) -> None:
   """Writes ``make_questions(n, seed, zipf_sentences=2)`` as one JSON list, item by item."""
-  from demo import synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+  from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
   questions = synthetic_hotpotqa.make_questions(n, seed=seed, zipf_sentences=2)
   with open(path, "w", encoding="utf-8") as f:
     f.write("[")
@@ -82,7 +81,7 @@ def input_file(tmp: str, n: int, seed: int, created: List[str]) -> str:
     return path
   part = path + ".part"
   t0 = time.perf_counter()
-  proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--generate", str(n),
+  proc = subprocess.run([sys.executable, "-m", "benchmarks.pipeline_memory", "--generate", str(n),
                          str(seed), part], cwd=ROOT, capture_output=True, text=True,
                         check=False)
   if proc.returncode:

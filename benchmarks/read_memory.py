@@ -1,10 +1,10 @@
 r"""Peak memory of the read stage alone, by input size: it should not grow with the file.
 
-  python benchmarks/read_memory.py [--sizes_mb 5,50] [--repeats 1] [--old] [--tmp_dir /tmp]
+  python -m benchmarks.read_memory [--sizes_mb 5,50] [--repeats 1] [--old] [--tmp_dir /tmp]
                                    [--chunk_size 1048576]
 
 For each size, writes a HotpotQA-format JSON list of about that many MB (synthetic questions
-from ``demo.synthetic_hotpotqa``, written streaming in batches, ids renumbered so they stay
+from ``synthetic.hotpotqa``, written streaming in batches, ids renumbered so they stay
 unique; deleted at the end).  Each measurement runs ``ReadJsonRecords`` into a fused
 ``Count.Globally`` (nothing else) on the in-process FnApiRunner in a fresh interpreter and
 reports that process's peak RSS (``getrusage(RUSAGE_SELF).ru_maxrss`` at its exit) and its RSS
@@ -31,7 +31,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+
 
 _BATCH = 200  # questions generated per batch (~1.3 MB of JSON)
 
@@ -42,7 +42,7 @@ def write_hotpotqa_list(path: str, size_bytes: int, seed: int = 0) -> int:
   A batch of questions is generated once and repeated with renumbered ``_id``s, so the file is
   written in constant memory whatever its size.
   """
-  from demo import synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+  from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
   batch = synthetic_hotpotqa.make_questions(_BATCH, seed=seed)
   n, written = 0, 0
   with open(path, "w", encoding="utf-8") as f:
@@ -107,7 +107,7 @@ def child(path: str, chunk_size: int, old_module: str) -> None:
 
 def measure(path: str, chunk_size: int, old_module: str = "") -> dict:
   """Runs :func:`child` in a fresh interpreter; its figures."""
-  cmd = [sys.executable, os.path.abspath(__file__), "--child", path, "--chunk_size",
+  cmd = [sys.executable, "-m", "benchmarks.read_memory", "--child", path, "--chunk_size",
          str(chunk_size)]
   if old_module:
     cmd += ["--old_module", old_module]

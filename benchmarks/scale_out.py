@@ -1,12 +1,12 @@
 r"""Scale-out on one machine: a job in-memory against ``multi_processing`` with 2 workers, at
 three corpus sizes, with peak memory, CPU cost per MB and a Dataflow estimate.
 
-  python benchmarks/scale_out.py [--job wikipedia|hotpotqa] [--sizes_mb 12.5,25,50] [--runs 3]
+  python -m benchmarks.scale_out [--job wikipedia|hotpotqa] [--sizes_mb 12.5,25,50] [--runs 3]
                                  [--tmp_dir DIR] [--keep] [--interval 0.2]
 
 For each size (MB of input text: HotpotQA JSON, or Wikipedia article wikitext), a generated
-corpus (``demo.synthetic_hotpotqa`` questions with Zipf words, ~5.9 KB of JSON per question like
-real HotpotQA; or a ``demo.synthetic_wikipedia`` multistream dump), generated in a separate
+corpus (``synthetic.hotpotqa`` questions with Zipf words, ~5.9 KB of JSON per question like
+real HotpotQA; or a ``synthetic.wikipedia`` multistream dump), generated in a separate
 interpreter and cached in ``--tmp_dir``.  Then ``--runs`` interleaved pairs of the job as a user
 runs it,
 
@@ -52,11 +52,10 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from benchmarks import common
+from benchmarks.pipeline_memory import MODES, run_job
 
-from benchmarks import common  # noqa: E402
-from benchmarks.pipeline_memory import MODES, run_job  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MIN_RUNS = 3
 # Real HotpotQA train: 90,447 questions, ~540 MB of JSON (hotpot_train_v1.1.json).
@@ -79,7 +78,7 @@ FULL = {"hotpotqa": ("HotpotQA train", HOTPOTQA_TRAIN_MB),
 def generate(job: str, mb: float, path: str) -> Dict:
   """Writes a corpus of about ``mb`` MB of input text for ``job``; returns its size."""
   if job == "hotpotqa":
-    from demo import synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+    from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
     n = max(1, round(mb * 1e6 / HOTPOTQA_JSON_BYTES_PER_QUESTION))
     questions = synthetic_hotpotqa.make_questions(n, seed=0, zipf_sentences=2)
     with open(path, "w", encoding="utf-8") as f:
@@ -88,7 +87,7 @@ def generate(job: str, mb: float, path: str) -> Dict:
         f.write((", " if i else "") + json.dumps(q))
       f.write("]")
     return {"documents": n, "text_mb": os.path.getsize(path) / 1e6}
-  from demo import synthetic_wikipedia  # pylint: disable=g-import-not-at-top
+  from synthetic import wikipedia as synthetic_wikipedia  # pylint: disable=g-import-not-at-top
   articles, size = [0], [0]
 
   def counted(pages):
@@ -115,8 +114,8 @@ def input_file(job: str, tmp: str, mb: float, created: List[str]) -> Dict:
     print(f"reusing {path}", flush=True)
     return dict(meta, path=path)
   t0 = time.perf_counter()
-  proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--generate", job, str(mb),
-                         path], cwd=ROOT, capture_output=True, text=True, check=False)
+  proc = subprocess.run([sys.executable, "-m", "benchmarks.scale_out", "--generate", job,
+                         str(mb), path], cwd=ROOT, capture_output=True, text=True, check=False)
   if proc.returncode:
     sys.stderr.write(proc.stderr[-4000:])
     raise SystemExit(f"generating {mb} MB for {job} failed ({proc.returncode})")

@@ -1,6 +1,6 @@
 r"""Segment windows before/after the issue-8 fix: overlap, edges inside characters, speed.
 
-  python benchmarks/segment_windows.py [--repeats 9] [--calls 200] [--old_ref 925c659]
+  python -m benchmarks.segment_windows [--repeats 9] [--calls 200] [--old_ref 925c659]
 
 Runs the new code (this tree) against the old code (``pipelines/text/segmenter.py`` and
 ``tokenizer.py`` as of ``--old_ref``, read with ``git show`` into temporary modules; nothing in
@@ -13,7 +13,7 @@ the tree is changed; no network):
 * Japanese-like text without spaces (~3k characters, ~5k tokens) at seq_length 256 and 512:
   window edges that fall inside a multi-byte character (decoding either side gives U+FFFD);
 * ``segment_document`` time on English-like text of ~5k tokens (the synthetic HotpotQA
-  paragraphs of ``demo.synthetic_hotpotqa``), old and new interleaved, ``--repeats`` times
+  paragraphs of ``synthetic.hotpotqa``), old and new interleaved, ``--repeats`` times
   ``--calls`` calls each; min/median/max ms per call.  ``word_starts`` likewise.
 
 The last line is a JSON object: the new/old ratio of the median ``segment_document`` time.
@@ -35,12 +35,11 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from pipelines.text import segmenter as new_seg  # pylint: disable=g-import-not-at-top
+from pipelines.text import tokenizer as new_tok  # pylint: disable=g-import-not-at-top
+from synthetic.text import cjk_text, unbroken_words  # pylint: disable=g-import-not-at-top
 
-from pipelines.text import segmenter as new_seg  # noqa: E402  pylint: disable=g-import-not-at-top
-from pipelines.text import tokenizer as new_tok  # noqa: E402  pylint: disable=g-import-not-at-top
-from demo.synthetic_text import cjk_text, unbroken_words  # noqa: E402  pylint: disable=g-import-not-at-top
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 OLD_REF = "925c659bc95a4169aa004dc8531cb9eb4227d244"  # main before the fix (issue 8)
 
@@ -67,7 +66,7 @@ def load_old(ref: str, tmp: str):
 
 
 def english_text(tok, target_tokens: int) -> str:
-  from demo import synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+  from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
   paragraphs = []
   for q in synthetic_hotpotqa.make_questions(50, seed=0):
     for title, sentences in q["context"]:

@@ -1,12 +1,12 @@
 r"""Wikipedia pipeline throughput (MB of wikitext per second) against the work it cannot avoid.
 
-  python benchmarks/wikipedia_throughput.py [--input dump.xml.bz2] [--pages 3000]
+  python -m benchmarks.wikipedia_throughput [--input dump.xml.bz2] [--pages 3000]
                                             [--pairs 5] [--words_per_page 700]
 
 Each pair times, one right after the other, on the same dump:
 
 * bare: what any Wikipedia-to-records job must do, in one process: stream the bz2 XML
-  (``pipelines.readers.wikipedia.iter_pages``), one ``mwparserfromhell.parse`` +
+  (``pipelines.datasets.wikipedia.reader.iter_pages``), one ``mwparserfromhell.parse`` +
   ``strip_code()`` per article (namespace 0, not a redirect), and ``encode_batch`` of the
   stripped text in calls of 64 pages (the pipeline's chunk) on a freshly built tokenizer;
 * pipeline: the real job, ``pipelines.wikipedia.run(...)`` with default settings on the local
@@ -18,7 +18,7 @@ MB/s / bare MB/s; the figure is the median of the paired ratios (min and max bes
 printed: the tokenizer-only ratio (pipeline MB/s / ``encode_batch``-only MB/s, the same pairs'
 tokenizer times) and a cost estimate for English Wikipedia from the pipeline's rate.
 
-The default input is a generated multistream dump (``demo.synthetic_wikipedia``: sections,
+The default input is a generated multistream dump (``synthetic.wikipedia``: sections,
 links, redirects, templates, tables, refs, files, lists; Zipf words); ``--input`` takes a real
 dump or excerpt (its multistream index is used when it lies beside it).
 Last line: JSON, target: median paired ratio >= 0.5.
@@ -30,14 +30,12 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+from benchmarks import common
 
-from benchmarks import common  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MIN_PAIRS = 5
 # English Wikipedia, pages-articles: about this much article wikitext (ns 0, no redirects),
@@ -49,7 +47,7 @@ def bare(path: str):
   """(seconds total, seconds tokenising, wikitext bytes, pages) of the unavoidable work."""
   import mwparserfromhell  # pylint: disable=g-import-not-at-top
   from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
-  from pipelines.readers import wikipedia as reader  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import reader  # pylint: disable=g-import-not-at-top
   from pipelines.text.tokenizer import Tokenizer  # pylint: disable=g-import-not-at-top
 
   backend = Tokenizer(RecordsConfig().tokenizer).backend
@@ -91,7 +89,7 @@ def pipeline_child(path: str, out_dir: str) -> None:
 
 def pipeline_run(path: str, out_dir: str) -> dict:
   """Runs :func:`pipeline_child` in a fresh interpreter; its figures plus the wall time."""
-  return common.child_run(__file__, [path, out_dir], out_dir, ROOT)
+  return common.child_run("benchmarks.wikipedia_throughput", [path, out_dir], out_dir, ROOT)
 
 
 def main() -> None:
@@ -109,7 +107,7 @@ def main() -> None:
   with tempfile.TemporaryDirectory(prefix="wikipedia_throughput_") as tmp:
     path = args.input
     if path is None:
-      from demo import synthetic_wikipedia  # pylint: disable=g-import-not-at-top
+      from synthetic import wikipedia as synthetic_wikipedia  # pylint: disable=g-import-not-at-top
       path = os.path.join(tmp, "synwiki-pages-articles-multistream.xml.bz2")
       synthetic_wikipedia.write_dump(
           synthetic_wikipedia.generate_pages(args.pages, seed=1,

@@ -1,1 +1,1 @@
-"""Demo: synthetic HotpotQA data and the end-to-end run (python -m demo.run)."""
+"""Demo: the end-to-end run on generated HotpotQA data (``python -m demo.run``, ``make demo``)."""

@@ -9,7 +9,7 @@ jobs and the inspector are TF-free processes; training/prediction/evaluation imp
   1. generate synthetic HotpotQA-format train/dev files (plus two malformed records, to show
      dead-lettering);
   2. ``python -m pipelines.hotpotqa`` on each -> records, manifest, dead letters;
-  3. ``python -m pipelines.inspect`` -> an HTML page of what the model reads;
+  3. ``python -m pipelines.inspector`` -> an HTML page of what the model reads;
   4. ``python -m model.train`` (tiny config) on the train records;
   5. ``python -m model.predict`` on the dev records -> official HotpotQA prediction JSON;
   6. ``python -m model.evaluate --task hotpotqa`` -> EM/F1 against the dev gold;
@@ -27,7 +27,7 @@ import sys
 import time
 from typing import Dict, List
 
-from demo import synthetic_hotpotqa
+from synthetic import hotpotqa as synthetic_hotpotqa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -95,7 +95,7 @@ def main() -> None:
           f"rejected={json.dumps(summary['rejected_by_reason'])}", flush=True)
 
   html = os.path.join(out, "inspect_dev.html")
-  _run("inspector", ["-m", "pipelines.inspect", "--records_dir",
+  _run("inspector", ["-m", "pipelines.inspector", "--records_dir",
                      os.path.join(out, "records_dev"), "--html", html,
                      "--max_records", "2"])
   print(f"[demo]   what the model reads: {html}", flush=True)

@@ -1,6 +1,7 @@
-"""Span decoding to each dataset's official prediction format (pure Python + NumPy; no TF import
-at module level: only :func:`load_documents` imports it, to read the side files with
-``tf.io.gfile``).
+"""Span decoding: a question's answers from the model's logits (pure Python + NumPy; no TF
+import at module level: only :func:`load_documents` imports it, to read the side files with
+``tf.io.gfile``).  Task-agnostic: each task of :mod:`model.tasks` turns a :class:`Decoder`'s
+answers into its official prediction format.
 
 Candidates
   Per segment, every pair of the top-k begin x top-k end *context* tokens with ``begin <= end``
@@ -61,10 +62,10 @@ Aggregation per question (``question_id``, across segments, sub-documents and pa
   The same reduction is also kept per ``(question_id, document_id)`` for per-document formats
   (TriviaQA web / per-document evaluation).
 
-HotpotQA answer type
+Answer type
   The answer-type head's logits are averaged over the question's segments; argmax decides span /
-  "yes" / "no".  Only :func:`hotpotqa_predictions` uses it; TriviaQA and NarrativeQA answers are
-  always spans.
+  "yes" / "no" (:meth:`Decoder.answer_type`).  Only the HotpotQA task
+  (:mod:`model.tasks.hotpotqa`) uses it; the other tasks' answers are always spans.
 
 HotpotQA supporting facts
   The model has a *per-segment* supporting head, so facts are predicted at paragraph level:
@@ -75,8 +76,11 @@ HotpotQA supporting facts
   only the sentences overlapping a range above the threshold are predicted
   (:func:`supporting_facts`).
 
-Output formats: :func:`hotpotqa_predictions`, :func:`triviaqa_predictions`,
-:func:`narrativeqa_predictions` (dispatch: :func:`task_predictions`).
+Output formats: ``model.tasks.get(name).predictions(decoder)``.
+
+The module is over 500 lines because candidates, word snapping, aggregation and supporting facts
+are one algorithm whose invariants (above) span all of them; about a sixth of it is this
+docstring.
 """
 
 from __future__ import annotations
@@ -89,13 +93,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from model.evaluation import narrativeqa
 from schemas import documents as documents_lib
 from schemas import records
 
-ANSWER_TYPE_TEXT = {records.ANSWER_TYPE_YES: "yes", records.ANSWER_TYPE_NO: "no"}
 REDUCTIONS = ("max", "sum")
-TASKS = ("hotpotqa", "triviaqa", "narrativeqa")
 SP_GRANULARITIES = ("paragraph", "sentence")
 
 # (char_begin, char_end, probability) ranges of one segment's supporting evidence.
@@ -372,7 +373,7 @@ class _Question:
 
 
 class Decoder:
-  """Accumulates model outputs pack by pack; the ``*_predictions`` functions format them."""
+  """Accumulates model outputs pack by pack; the tasks of :mod:`model.tasks` format them."""
 
   def __init__(self, documents: Mapping[str, Mapping], top_k: int = 20,
                max_answer_tokens: int = 30, sp_threshold: float = 0.5,
@@ -479,10 +480,10 @@ class Decoder:
     """``{document_id: span answer}`` of the question, one per document it was read with."""
     return {d: agg.answer() for d, agg in sorted(self.questions[qid].per_document.items())}
 
-  def hotpotqa_answer(self, qid: str) -> str:
-    """"yes" / "no" from the answer-type head, else the span answer."""
-    atype = self.questions[qid].answer_type(self.answer_type_mode)
-    return ANSWER_TYPE_TEXT.get(atype) or self.span_answer(qid)
+  def answer_type(self, qid: str) -> int:
+    """The question's ``records.ANSWER_TYPE_*`` from the answer-type head (under the decoder's
+    ``answer_type_mode``)."""
+    return self.questions[qid].answer_type(self.answer_type_mode)
 
   def supporting_facts(self, qid: str) -> List[List]:
     """``[[title, sent_id], ...]`` of the question (see the module docstring)."""
@@ -502,83 +503,12 @@ class Decoder:
 
   def predictions(self) -> Dict[str, Dict]:
     """HotpotQA predictions (kept for callers of the original API)."""
-    return hotpotqa_predictions(self)
-
-
-def hotpotqa_predictions(decoder: Decoder) -> Dict[str, Dict]:
-  """``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}`` (official HotpotQA)."""
-  answers, sp = {}, {}
-  for qid in decoder.question_ids():
-    answers[qid] = decoder.hotpotqa_answer(qid)
-    sp[qid] = decoder.supporting_facts(qid)
-  return {"answer": answers, "sp": sp}
-
-
-def triviaqa_predictions(decoder: Decoder, per_document: bool = False) -> Dict[str, str]:
-  """Official TriviaQA prediction JSON.
-
-  ``per_document=False``: ``{QuestionId: answer}`` aggregated over all of a question's documents
-  (Wikipedia per-question evaluation).  ``per_document=True``: ``{document_id: answer}`` with one
-  answer per question-document pair, where TriviaQA document ids are
-  ``"<QuestionId>--<Filename>"`` by convention (:mod:`schemas.documents`), i.e. the official
-  Web / per-document keys.  Raises ValueError if a document id is read with two questions.
-  """
-  out: Dict[str, str] = {}
-  owner: Dict[str, str] = {}
-  for qid in decoder.question_ids():
-    if not per_document:
-      out[qid] = decoder.span_answer(qid)
-      continue
-    for doc_id, answer in decoder.document_answers(qid).items():
-      if owner.setdefault(doc_id, qid) != qid:
-        raise ValueError(f"TriviaQA document id {doc_id!r} is read with questions "
-                         f"{owner[doc_id]!r} and {qid!r}; expected '<QuestionId>--<Filename>'.")
-      out[doc_id] = answer
-  return out
-
-
-def narrativeqa_predictions(decoder: Decoder) -> Dict[str, str]:
-  """``{"<document_id>: <question>": answer}`` (NarrativeQA ``qaps.csv`` keys).
-
-  The question text is the side file's ``question`` of that document, exactly, and the
-  document id its ``source_document_id`` (the story: the pipeline writes one document per
-  question) or, without one, its ``document_id``; the answer is the question-level span answer
-  (aggregated over all its segments and sub-documents).  A question read with several
-  documents gets one key per document.
-  """
-  out = {}
-  for qid in decoder.question_ids():
-    answer = decoder.span_answer(qid)
-    for doc_id in sorted(decoder.questions[qid].per_document):
-      doc = decoder.documents.get(doc_id)
-      if doc is None:
-        continue
-      story = doc.get("source_document_id") or doc_id
-      out[narrativeqa.prediction_key(story, doc["question"])] = answer
-  return out
-
-
-def check_task(task: str, per_document: bool = False) -> None:
-  """Raises ValueError for an unknown task or ``per_document`` outside TriviaQA."""
-  if task not in TASKS:
-    raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-  if per_document and task != "triviaqa":
-    raise ValueError("per_document applies to task='triviaqa' only")
-
-
-def task_predictions(decoder: Decoder, task: str = "hotpotqa",
-                     per_document: bool = False) -> Dict:
-  """The prediction JSON of ``task`` (one of :data:`TASKS`)."""
-  check_task(task, per_document)
-  if task == "hotpotqa":
-    return hotpotqa_predictions(decoder)
-  if task == "triviaqa":
-    return triviaqa_predictions(decoder, per_document)
-  return narrativeqa_predictions(decoder)
+    from model.tasks import hotpotqa  # pylint: disable=g-import-not-at-top
+    return hotpotqa.TASK.predictions(self)
 
 
 class _GFiles:
-  """:class:`schemas.documents.LocalFiles`' operations through ``tf.io.gfile``."""
+  """:class:`schemas.records_dir.LocalFiles`' operations through ``tf.io.gfile``."""
 
   def __init__(self):
     import tensorflow as tf  # pylint: disable=g-import-not-at-top

@@ -18,7 +18,8 @@ from typing import Callable, Dict, List, Optional
 import tensorflow as tf
 
 from model import configs as configs_lib
-from model import trainer as trainer_lib
+from model import strategies
+from model import training_data
 from schemas import cli
 
 
@@ -69,7 +70,7 @@ def add_common_flags(p: argparse.ArgumentParser, *, preset: str, optimizer: str,
                  help="initialise BERT_1 from a Hugging Face RoBERTa dir (config.json + "
                       "model.safetensors or pytorch_model.bin [+ vocab.json])")
   g = p.add_argument_group("distribution")
-  g.add_argument("--strategy", default="cpu", choices=trainer_lib.STRATEGIES,
+  g.add_argument("--strategy", default="cpu", choices=strategies.STRATEGIES,
                  help="cpu: one device; mirrored: all GPUs (or logical CPUs); tpu: TPUStrategy")
   g.add_argument("--tpu", default=None,
                  help="TPU name for --strategy tpu ('local' on a Cloud TPU VM)")
@@ -127,10 +128,10 @@ def _checkpoint_path(path: str) -> str:
   if tf.io.gfile.isdir(path):
     latest = tf.train.latest_checkpoint(path)
     if latest is None:
-      raise trainer_lib.TrainingError(f"--init_checkpoint {path}: no checkpoint in it")
+      raise training_data.TrainingError(f"--init_checkpoint {path}: no checkpoint in it")
     return latest
   if not tf.io.gfile.glob(path + ".index"):
-    raise trainer_lib.TrainingError(f"--init_checkpoint {path}: no such checkpoint")
+    raise training_data.TrainingError(f"--init_checkpoint {path}: no such checkpoint")
   return path
 
 
@@ -148,11 +149,11 @@ def model_config(args: argparse.Namespace, manifest: Dict, **preset_overrides
     if tf.io.gfile.exists(os.path.join(d, configs_lib.CONFIG_FILE)):
       return configs_lib.load_configs(d)[0]
   if args.init_roberta:
-    from model import roberta  # pylint: disable=g-import-not-at-top
-    base = trainer_lib.config_from_manifest(manifest, args.preset, **preset_overrides)
-    return roberta.config_from_hf(roberta.read_hf_config(args.init_roberta), base=base,
-                                  vocab_size=base.vocab_size)
-  return trainer_lib.config_from_manifest(manifest, args.preset, **preset_overrides)
+    from model import roberta_checkpoint, roberta_mapping  # pylint: disable=g-import-not-at-top
+    base = configs_lib.config_from_manifest(manifest, args.preset, **preset_overrides)
+    return roberta_mapping.config_from_hf(roberta_checkpoint.read_hf_config(args.init_roberta),
+                                          base=base, vocab_size=base.vocab_size)
+  return configs_lib.config_from_manifest(manifest, args.preset, **preset_overrides)
 
 
 def init_fn(args: argparse.Namespace) -> Optional[Callable]:
@@ -166,13 +167,13 @@ def init_fn(args: argparse.Namespace) -> Optional[Callable]:
       print(json.dumps({"initialised_from": path}), flush=True)
     return load
   if args.init_roberta:
-    from model import roberta  # pylint: disable=g-import-not-at-top
+    from model import roberta_checkpoint, roberta_mapping  # pylint: disable=g-import-not-at-top
 
     def load(model):
       try:
-        report = roberta.initialize_from_roberta(model, args.init_roberta)
-      except roberta.CheckpointError as e:  # the files are at fault: one line, exit 1
-        raise trainer_lib.TrainingError(f"--init_roberta: {e}") from None
+        report = roberta_mapping.initialize_from_roberta(model, args.init_roberta)
+      except roberta_checkpoint.CheckpointError as e:  # the files are at fault: one line, exit 1
+        raise training_data.TrainingError(f"--init_roberta: {e}") from None
       print(json.dumps({"initialised_from_roberta": args.init_roberta, **report}), flush=True)
     return load
   return None

@@ -1,14 +1,15 @@
 """Command-line scorer for readtwice predictions.
 
 Usage:
-  python -m model.evaluate --task hotpotqa|triviaqa|narrativeqa \
+  python -m model.evaluate --task hotpotqa|triviaqa|narrativeqa|extractive_qa \
       --predictions P --gold G [--output out.json]
   task options:
     triviaqa:    --per_document  (Wikipedia: score per (question, document) pair)
     narrativeqa: --protocol paper|raw  --nometeor  --split train|valid|test
 
 Gold files: HotpotQA official JSON list; TriviaQA official rc question file
-(domain and VerifiedEval read from it); NarrativeQA `qaps.csv`.
+(domain and VerifiedEval read from it); NarrativeQA `qaps.csv`; extractive_qa:
+the dataset's JSON-lines file (`schemas/jsonl_qa.py`).
 
 Prints the metrics as one JSON object (sorted keys) on the last line of
 stdout and, when `--output` is given, also writes it to that file.
@@ -17,35 +18,18 @@ Paths may be local or `tf.io.gfile` URLs (`gs://...`); TensorFlow is only
 imported for the latter. Python API: `run` (files), `score` (an in-memory
 predictions object, e.g. for periodic dev evaluation during training).
 
-Each task is a module registered in `TASKS` that provides
-`check_predictions(obj, source)`, `check_gold(obj, source)` (both raising
-`ValueError` with a readable message) and `evaluate(predictions, gold)`
-returning a flat dict of JSON-serialisable metrics.
+The tasks, their gold files, metrics, flags and warnings come from the
+registry of `model.tasks` (one module per task).
 """
 
 import argparse
 import json
 import sys
-from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional
 
-from model.evaluation import common, hotpotqa, narrativeqa, triviaqa
+from model import tasks
+from model.evaluation import common
 from schemas import cli
-
-# Task name -> metrics module.
-TASKS: Dict[str, ModuleType] = {
-    'hotpotqa': hotpotqa,
-    'triviaqa': triviaqa,
-    'narrativeqa': narrativeqa,
-}
-
-# Task-specific options: flag attribute -> (task, evaluate() keyword).
-TASK_OPTIONS = {
-    'per_document': ('triviaqa', 'per_document'),
-    'protocol': ('narrativeqa', 'protocol'),
-    'meteor': ('narrativeqa', 'meteor'),
-    'split': ('narrativeqa', 'split'),
-}
 
 
 class EvaluationError(Exception):
@@ -63,42 +47,38 @@ def load_json(path: str, role: str) -> Any:
     The parsed JSON value.
   """
   try:
-    with common.open_text(path) as f:
-      return json.load(f)
-  except OSError as e:
-    raise EvaluationError(f'cannot read {role} file {path}: {e}') from e
-  except (json.JSONDecodeError, UnicodeDecodeError) as e:
-    raise EvaluationError(f'{role} file {path} is not valid JSON: {e}') from e
+    return common.load_json(path, role)
+  except common.InputError as e:
+    raise EvaluationError(str(e)) from e
 
 
-def _check_task(task: str) -> ModuleType:
-  if task not in TASKS:
-    raise EvaluationError(f'unknown task {task!r}; choose from '
-                          f'{sorted(TASKS)}')
-  return TASKS[task]
+def _check_task(task: str) -> tasks.Task:
+  try:
+    return tasks.get(task)
+  except tasks.UnknownTaskError as e:
+    raise EvaluationError(str(e)) from e
 
 
 def _score(task: str, predictions: Any, predictions_source: str, gold_path: str,
            options: Mapping[str, Any]) -> Dict[str, Any]:
   """Loads the gold file, validates both sides and scores (`score` and `run`)."""
-  module = _check_task(task)
-  if hasattr(module, 'load_gold'):
-    try:
-      gold = module.load_gold(gold_path)
-    except OSError as e:
-      raise EvaluationError(f'cannot read gold file {gold_path}: {e}') from e
-    except ValueError as e:
-      raise EvaluationError(f'gold file {gold_path}: {e}') from e
-  else:
-    gold = load_json(gold_path, 'gold')
+  spec = _check_task(task)
   try:
-    module.check_predictions(predictions, predictions_source)
-    module.check_gold(gold, gold_path)
+    gold = spec.load_gold(gold_path)
+  except common.InputError as e:
+    raise EvaluationError(str(e)) from e
+  except OSError as e:
+    raise EvaluationError(f'cannot read gold file {gold_path}: {e}') from e
+  except ValueError as e:
+    raise EvaluationError(f'gold file {gold_path}: {e}') from e
+  try:
+    spec.check_predictions(predictions, predictions_source)
+    spec.check_gold(gold, gold_path)
   except ValueError as e:
     raise EvaluationError(str(e)) from e
   try:
-    return module.evaluate(predictions, gold, **options)
-  except narrativeqa.MeteorUnavailableError as e:
+    return spec.evaluate(predictions, gold, **options)
+  except spec.unavailable_errors as e:
     raise EvaluationError(str(e)) from e
 
 
@@ -110,10 +90,10 @@ def score(task: str, predictions: Any, gold_path: str,
   as JSON (`predictions` is not modified).
 
   Args:
-    task: Key of `TASKS`.
+    task: A registered task name (`model.tasks.names()`).
     predictions: The task's predictions object (as the predictions JSON file would hold it).
     gold_path: Gold file: a local path or a `tf.io.gfile` URL.
-    **task_options: Keyword options of the task's `evaluate` (see TASK_OPTIONS).
+    **task_options: Keyword options of the task's `evaluate` (its flags).
 
   Returns:
     The metrics dict.
@@ -129,11 +109,11 @@ def run(task: str, predictions_path: str, gold_path: str,
   """Loads, validates and scores one prediction file.
 
   Args:
-    task: Key of `TASKS`.
+    task: A registered task name (`model.tasks.names()`).
     predictions_path: Predictions JSON file.
-    gold_path: Gold JSON file.
+    gold_path: Gold file (JSON, CSV or JSON lines, as the task reads it).
     output_path: Optional file to write the metrics JSON to.
-    **options: Keyword options of the task's `evaluate` (see TASK_OPTIONS).
+    **options: Keyword options of the task's `evaluate` (its flags).
 
   Every path may be local or a `tf.io.gfile` URL (`gs://...`, `ram://...`).
 
@@ -160,82 +140,62 @@ EXAMPLE = ('python -m model.evaluate --task hotpotqa --predictions /tmp/predicti
 
 
 def build_parser() -> cli.Parser:
-  """The command line (the shared contract of `schemas.cli`)."""
+  """The command line (the shared contract of `schemas.cli`); each task adds its flags."""
   parser = cli.Parser('model.evaluate',
                       'Score predictions with the official metrics of a task.', EXAMPLE)
-  parser.add_argument('--task', required=True, choices=sorted(TASKS),
+  parser.add_argument('--task', required=True, choices=sorted(tasks.names()),
                       help='the official metrics to use')
   parser.add_argument('--predictions', required=True,
                       help='predictions JSON file (as model.predict writes it)')
   parser.add_argument('--gold', required=True,
-                      help='official gold file: HotpotQA JSON, TriviaQA rc question file, '
-                      'NarrativeQA qaps.csv')
+                      help='official gold file: ' + ', '.join(
+                          tasks.get(name).gold_help for name in tasks.names()))
   parser.add_argument('--output', default=None,
                       help='optional path to also write the metrics JSON')
-  parser.add_argument('--per_document', action='store_true', default=None,
-                      help='triviaqa: score Wikipedia per (question, document)')
-  parser.add_argument('--protocol', choices=['paper', 'raw'], default=None,
-                      help='narrativeqa: "paper" lowercases and strips a trailing '
-                      'run of spaces/periods (default); "raw" scores as is')
-  cli.bool_flag(parser, 'meteor', None,
-                'narrativeqa: also METEOR (needs Java + pycocoevalcap; on by default)')
-  parser.add_argument('--split', default=None,
-                      help='narrativeqa: only score rows of this set '
-                      '(train/valid/test)')
+  for name in tasks.names():
+    for flag in tasks.get(name).flags:
+      flag.add_to(parser)
   return parser
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
-  """Parses command-line flags."""
+  """Parses command-line flags; a task's flag given with another task is an error."""
   parser = build_parser()
   args = parser.parse_args(argv)
-  for flag, (task, _) in TASK_OPTIONS.items():
-    if getattr(args, flag) is not None and args.task != task:
-      parser.error(f'--{"(no)meteor" if flag == "meteor" else flag} only applies '
-                   f'to --task {task}')
+  for name in tasks.names():
+    if name == args.task:
+      continue
+    for flag in tasks.get(name).flags:
+      if getattr(args, flag.dest) is not None and flag.dest not in _flag_dests(args.task):
+        parser.error(f'{flag.display} only applies to --task {name}')
   return args
+
+
+def _flag_dests(task: str) -> List[str]:
+  return [flag.dest for flag in tasks.get(task).flags]
 
 
 def task_options(args: argparse.Namespace) -> Dict[str, Any]:
   """The `evaluate` keyword options that were given for this task."""
-  return {kw: getattr(args, flag) for flag, (task, kw) in TASK_OPTIONS.items()
-          if task == args.task and getattr(args, flag) is not None}
+  return {dest: getattr(args, dest) for dest in _flag_dests(args.task)
+          if getattr(args, dest) is not None}
 
 
 def missing_warning(task: str, metrics: Dict[str, Any]) -> Optional[str]:
   """The stderr warning about gold entries without a prediction, or None if there are none.
 
-  Says what the task's metrics module does with them: HotpotQA scores a missing answer 0 on
-  the answer metrics and a missing supporting-fact list 0 on the sp metrics (either one 0 on
-  the joint metrics); TriviaQA scores a missing key 0; NarrativeQA scores a missing question
-  as an EMPTY answer (0 ROUGE-L and METEOR; it adds reference length but no n-grams to BLEU).
+  Says what the task's metrics do with them (`model.tasks.Task.missing_warning`): e.g.
+  HotpotQA scores a missing answer 0 on the answer metrics and a missing supporting-fact list
+  0 on the sp metrics, NarrativeQA scores a missing question as an EMPTY answer.
 
   Args:
-    task: Key of `TASKS`.
+    task: A registered task name.
     metrics: What the task's `evaluate` returned (its `n_*` counts are read).
 
   Returns:
     One line starting with 'warning: ', or None.
   """
-  n_gold = metrics.get('n_gold')
-  if task == 'hotpotqa':
-    answer, sp = metrics.get('n_missing_answer', 0), metrics.get('n_missing_sp', 0)
-    if not (answer or sp):
-      return None
-    return (f'warning: of {n_gold} gold questions, {answer} have no answer prediction and '
-            f'{sp} no supporting-fact (sp) prediction; a missing answer scores 0 on the '
-            'answer and joint metrics, a missing sp 0 on the sp and joint metrics')
-  missing = metrics.get('n_missing', 0)
-  if not missing:
-    return None
-  if task == 'narrativeqa':
-    return (f'warning: {missing} of {n_gold} gold questions have no prediction; they are '
-            'scored as an empty answer (0 ROUGE-L and METEOR; reference length but no '
-            'n-grams for BLEU)')
-  if task == 'triviaqa':
-    return (f'warning: {missing} of {n_gold} gold keys have no prediction; they score 0 on '
-            'exact_match and f1')
-  return f'warning: {missing} of {n_gold} gold entries have no prediction'
+  return tasks.get(task).missing_warning(metrics)
 
 
 def unknown_warning(task: str, metrics: Dict[str, Any]) -> Optional[str]:

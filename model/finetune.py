@@ -2,7 +2,8 @@
 
 CLI::
 
-  python -m model.finetune --task hotpotqa|triviaqa|narrativeqa --records_dir D --model_dir M \
+  python -m model.finetune --task hotpotqa|triviaqa|narrativeqa|extractive_qa --records_dir D \
+      --model_dir M \
       [--dev_records_dir DD --gold GOLD] [--init_checkpoint PRETRAINED | --init_roberta HF_DIR] \
       [--preset ...] [--epochs 6] [--learning_rate 3e-5] [--warmup_fraction 0.1] \
       [--optimizer adamw] [--eval_every N] [--patience 2] [--strategy cpu|mirrored|tpu] ...
@@ -27,19 +28,21 @@ import tensorflow as tf
 from model import driver
 from model import evaluate as evaluate_lib
 from model import predict as predict_lib
+from model import objectives
+from model import strategies
+from model import tasks
 from model import trainer as trainer_lib
+from model import training_data
 from schemas import cli
 
-TASKS = ("hotpotqa", "triviaqa", "narrativeqa")
-# The dev metric that selects the best checkpoint, per task (higher is better).
-BEST_METRIC = {"hotpotqa": "f1", "triviaqa": "f1", "narrativeqa": "rouge_l"}
 PAPER_LEARNING_RATES = (5e-6, 1e-5, 3e-5)
 
 
 def dev_evaluation(task: str, dev_dir: str, dev_gold: str, reduction: str = "max",
                    max_packs=None):
-  """``fn(model) -> metrics``: predicts ``dev_dir`` and scores it against ``dev_gold``."""
-  options = {"meteor": False} if task == "narrativeqa" else {}  # METEOR needs Java: predict it
+  """``fn(model) -> metrics``: predicts ``dev_dir`` and scores it against ``dev_gold`` (with the
+  task's ``dev_options``: NarrativeQA leaves out METEOR, which needs Java)."""
+  options = dict(tasks.get(task).dev_options)
 
   def evaluate(model):
     predictions = predict_lib.predict_with_model(model, dev_dir, task=task, reduction=reduction,
@@ -58,14 +61,14 @@ EXAMPLE = r"""python -m model.finetune --task hotpotqa \
 
 def build_parser() -> cli.Parser:
   p = cli.Parser("model.finetune", __doc__.split("\n\n")[0], EXAMPLE)
-  p.add_argument("--task", required=True, choices=TASKS,
+  p.add_argument("--task", required=True, choices=tasks.names(),
                  help="the QA task: its loss heads, decoding and official dev metric")
   p.add_argument("--records_dir", required=True, help="the train split's pipeline output dir")
   p.add_argument("--epochs", type=float, default=6.0, help="passes over the train packs")
   p.add_argument("--steps", type=int, default=None, help="training steps (overrides --epochs)")
   driver.add_common_flags(p, preset="readtwice_e", optimizer="adamw",
                          learning_rate=PAPER_LEARNING_RATES[-1])
-  driver.add_coref_flag(p, trainer_lib.FINETUNE_COREF_WEIGHT,
+  driver.add_coref_flag(p, objectives.FINETUNE_COREF_WEIGHT,
                         "the paper uses it in pre-training only")
   g = p.add_argument_group("dev evaluation and early stopping")
   g.add_argument("--dev_records_dir", default=None,
@@ -99,16 +102,16 @@ def main(argv=None) -> int:
   if args.patience < 0:
     p.error(f"--patience must be >= 0, got {args.patience}")
   try:
-    manifests = trainer_lib.read_manifests([args.records_dir])
-    epoch = trainer_lib.packs_per_epoch(manifests)
+    manifests = training_data.read_manifests([args.records_dir])
+    epoch = training_data.packs_per_epoch(manifests)
     if args.dev_records_dir:
-      trainer_lib.read_manifests([args.records_dir, args.dev_records_dir])
+      training_data.read_manifests([args.records_dir, args.dev_records_dir])
       if not tf.io.gfile.exists(args.gold):
-        raise trainer_lib.TrainingError(f"--gold {args.gold} does not exist")
+        raise training_data.TrainingError(f"--gold {args.gold} does not exist")
     steps = args.steps or max(1, int(round(args.epochs * epoch)))
     tc = driver.train_config(args, steps)
     mc = driver.model_config(args, manifests[0])
-  except (trainer_lib.TrainingError, ValueError, OSError) as e:
+  except (training_data.TrainingError, ValueError, OSError) as e:
     return driver.fail(p.prog, str(e))
   try:
     evaluation = None
@@ -117,14 +120,14 @@ def main(argv=None) -> int:
           dev_evaluation(args.task, args.dev_records_dir, args.gold, args.reduction,
                          args.eval_packs),
           every=args.eval_every or max(1, epoch), best_metric=args.best_metric or
-          BEST_METRIC[args.task], patience=args.patience or None)
-    strategy = trainer_lib.make_strategy(args.strategy, args.tpu)
-    summary = trainer_lib.Trainer(trainer_lib.FinetuneTask(mc, args.coref_weight),
+          tasks.get(args.task).best_metric, patience=args.patience or None)
+    strategy = strategies.make_strategy(args.strategy, args.tpu)
+    summary = trainer_lib.Trainer(objectives.FinetuneTask(mc, args.coref_weight),
                                   [args.records_dir],
                                   args.model_dir, mc, tc, strategy=strategy,
                                   init_fn=driver.init_fn(args), evaluation=evaluation,
                                   log_batches=args.log_batches).run()
-  except (trainer_lib.TrainingError, evaluate_lib.EvaluationError, predict_lib.PredictError,
+  except (training_data.TrainingError, evaluate_lib.EvaluationError, predict_lib.PredictError,
           tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(e, [args.records_dir] + (
         [args.dev_records_dir] if args.dev_records_dir else [])))

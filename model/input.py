@@ -26,8 +26,10 @@ Record files may be gzip-compressed (``--compression gzip``: ``*.tfrecord.gz``, 
 ``config.compression``; without it (older manifests, or ``make_dataset`` on paths) a file is gzip
 when its name ends in ``.gz``.
 
-Every path (output dir, manifest, shards) goes through ``tf.io.gfile``, so local dirs, ``gs://``
-and TF's in-memory ``ram://`` filesystem all work.
+Every path (output dir, manifest, shards) goes through ``tf.io.gfile`` (:data:`GFILE`, the
+file operations :mod:`schemas.records_dir` reads a records dir with: manifest checks and shard
+lists are that module's), so local dirs, ``gs://`` and TF's in-memory ``ram://`` filesystem all
+work.
 
 Schema versions are checked twice: eagerly on the first record of every file (clear
 ``SchemaVersionError`` before any training starts) and in-graph on every record.
@@ -36,13 +38,12 @@ Schema versions are checked twice: eagerly on the first record of every file (cl
 from __future__ import annotations
 
 import numbers
-import os
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import BinaryIO, Dict, List, Optional, Sequence, Tuple, Union
 
 import tensorflow as tf
 
-from schemas import manifest as manifest_lib
 from schemas import records
+from schemas import records_dir as records_dir_lib
 from schemas import tfrecord_io
 
 _MAJOR = records.major_version(records.SCHEMA_VERSION)
@@ -248,28 +249,26 @@ class RecordsError(ValueError):
   the file."""
 
 
+class GFiles:
+  """:class:`schemas.records_dir.FileSystem` through ``tf.io.gfile`` (local, ``gs://``,
+  ``ram://``)."""
+
+  exists = staticmethod(tf.io.gfile.exists)
+  glob = staticmethod(tf.io.gfile.glob)
+  isdir = staticmethod(tf.io.gfile.isdir)
+
+  @staticmethod
+  def open(path: str) -> BinaryIO:
+    return tf.io.gfile.GFile(path, "rb")
+
+
+GFILE = GFiles()
+
+
 def read_manifest(output_dir: str) -> Dict:
-  """Loads and validates ``<output_dir>/manifest.json`` (refuses other major versions, a run
-  that did not finish -- no ``COMPLETED`` -- and one that wrote no records)."""
-  if not tf.io.gfile.isdir(output_dir):
-    raise FileNotFoundError(f"{output_dir} does not exist or is not a directory (expected a "
-                            "pipeline's --output_dir)")
-  path = os.path.join(output_dir, manifest_lib.MANIFEST_FILE)
-  if not tf.io.gfile.exists(path):
-    raise FileNotFoundError(f"{path} does not exist: {output_dir} is not the output directory "
-                            "of a finished pipeline run")
-  with tf.io.gfile.GFile(path) as f:
-    manifest = manifest_lib.loads(f.read(), source=f"manifest {path}")
-  if not tf.io.gfile.exists(os.path.join(output_dir, manifest_lib.COMPLETED_FILE)):
-    raise manifest_lib.ManifestError(
-        f"{output_dir} has no {manifest_lib.COMPLETED_FILE}: its pipeline run failed or has "
-        "not finished")
-  if not manifest.get("counts", {}).get("written", 1) and not manifest.get(
-      "examples", {}).get("packs"):
-    raise manifest_lib.ManifestError(
-        f"{output_dir} holds no records (its manifest counts 0 written documents); see "
-        f"{output_dir}/{manifest_lib.DEAD_LETTER_DIR}/ for why")
-  return manifest
+  """:func:`schemas.records_dir.read_manifest` through ``tf.io.gfile``: the validated manifest
+  of a finished pipeline run that wrote records (one-line errors otherwise)."""
+  return records_dir_lib.read_manifest(output_dir, GFILE)
 
 
 def find_corrupt_record(files: Sequence[str], compression: Optional[str] = None
@@ -278,10 +277,9 @@ def find_corrupt_record(files: Sequence[str], compression: Optional[str] = None
   ``files`` (read with Python, checksums verified), or None if every record is sound."""
   for path in files:
     try:
-      with tf.io.gfile.GFile(path, "rb") as f:
-        for _ in tfrecord_io.iter_records(f, path, tfrecord_io.compression_of_path(
-            path, compression)):
-          pass
+      for _ in records_dir_lib.iter_records(
+          path, tfrecord_io.compression_of_path(path, compression), GFILE):
+        pass
     except (tfrecord_io.CorruptRecordError, OSError, EOFError) as e:
       text = str(e)
       return text if path in text else f"{path}: {text}"
@@ -312,13 +310,10 @@ def records_error(error: BaseException, records_dirs: Sequence[str]) -> Optional
 
 
 def record_files(output_dir: str, manifest: Optional[Dict] = None) -> List[str]:
-  """The record shards of a pipeline output dir (from the manifest, else ``records-*``, which
-  matches ``.tfrecord`` and ``.tfrecord.gz`` shards)."""
+  """:func:`schemas.records_dir.shard_paths` through ``tf.io.gfile`` (``manifest`` defaults to
+  :func:`read_manifest`'s)."""
   manifest = manifest if manifest is not None else read_manifest(output_dir)
-  shards = [os.path.join(output_dir, s["path"]) for s in manifest.get("shards", [])]
-  if not shards:
-    shards = sorted(tf.io.gfile.glob(os.path.join(output_dir, "records-*")))
-  return shards
+  return records_dir_lib.shard_paths(output_dir, manifest, GFILE)
 
 
 def dataset_from_output_dir(output_dir: str, shuffle: bool = False, repeat: bool = False,

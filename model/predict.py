@@ -6,16 +6,18 @@ CLI::
       [--gold GOLD] [--reduction max|sum]
 
 The task (and, for TriviaQA, whether the official keys are per (question, page):
-``--per_document``) is the records' own, read from their manifest; ``--task`` /
-``--per_document`` are only checks.
+``--per_document``) is the records' own, read from their manifest (its ``task``, else the
+``job`` that wrote them; :func:`model.tasks.task_name`); ``--task`` / ``--per_document`` are
+only checks.
 
-Output (see :mod:`model.decoding`):
+Output (the task's :meth:`model.tasks.Task.predictions` of the :mod:`model.decoding` answers):
 
 * ``hotpotqa``: ``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}``.
 * ``triviaqa``: ``{QuestionId: answer}`` (Wikipedia), or for records of one document per
   (question, page) -- web, or Wikipedia with the pipeline's ``--per_document`` --
   ``{"<QuestionId>--<Filename>": answer}``.
 * ``narrativeqa``: ``{"<document_id>: <question>": answer}``.
+* ``extractive_qa``: ``{"<document id>": answer}`` (e.g. the ``jsonl_qa`` dataset's ids).
 
 ``--reduction`` aggregates a question's span candidates across its segments, sub-documents and
 packs: ``max`` (best single span) or ``sum`` (logsumexp per normalised answer text).
@@ -36,14 +38,14 @@ import tensorflow as tf
 from model import decoding
 from model import input as input_lib
 from model import readtwice
+from model import tasks
 from model import trainer as trainer_lib
+from model import training_data
 from model.train import load_model
 from schemas import cli
 from schemas import manifest as manifest_lib
 from schemas import records
 
-# TriviaQA's per-document keys: "<QuestionId>--<Filename>" (schemas/documents.py).
-TRIVIAQA_KEY_SEPARATOR = "--"
 _OUTPUT_KEYS = ("begin_logits", "end_logits", "answer_type_logits", "supporting_logits")
 
 
@@ -73,25 +75,26 @@ class PredictError(ValueError):
 
 
 def records_task(manifest: Mapping, documents: Mapping[str, Mapping]) -> Tuple[str, bool]:
-  """``(task, per_document)`` of a pipeline output: the job that wrote it, and for TriviaQA
-  whether its documents are (question, page) pairs -- the web domain, or Wikipedia with the
-  job's ``--per_document`` -- whose official keys are ``<QuestionId>--<Filename>``."""
-  job = manifest.get("job")
-  if job not in decoding.TASKS:
-    raise PredictError(f"the records were written by the {job!r} job, which has no questions; "
-                       f"model.predict reads the output of {', '.join(decoding.TASKS)}")
-  per_document = bool(manifest.get("config", {}).get("per_document")) or (
-      job == "triviaqa" and any(doc_id != d.get("question_id", doc_id)
-                                for doc_id, d in documents.items()))
-  return job, per_document and job == "triviaqa"
+  """``(task, per_document)`` of a pipeline output: its task (the manifest's ``task``, else the
+  job that wrote it), and whether its official keys are per (question, document) -- for
+  TriviaQA, documents that are (question, page) pairs (the web domain, or Wikipedia with the
+  job's ``--per_document``), keyed ``<QuestionId>--<Filename>``."""
+  name = tasks.task_name(manifest)
+  if name not in tasks.names():
+    known = ", ".join(tasks.names())
+    if manifest.get("task"):
+      raise PredictError(f"the records' manifest names the task {name!r}, which model.predict "
+                         f"does not know; it predicts the tasks {known}")
+    raise PredictError(f"the records were written by the {name!r} job, which has no questions; "
+                       f"model.predict reads the output of jobs with a QA task ({known})")
+  return name, tasks.get(name).records_per_document(manifest, documents)
 
 
 def score_options(task: str, predictions: Mapping) -> Dict:
-  """``model.evaluate`` options that go with predictions: TriviaQA keys of (question, page)
-  pairs are scored per document."""
-  keyed_by_page = task == "triviaqa" and any(TRIVIAQA_KEY_SEPARATOR in k
-                                             for k in predictions)
-  return {"per_document": True} if keyed_by_page else {}
+  """``model.evaluate`` options that go with predictions (the task's
+  :meth:`model.tasks.Task.score_options`): TriviaQA keys of (question, page) pairs are scored
+  per document."""
+  return tasks.get(task).score_options(predictions)
 
 
 def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
@@ -101,7 +104,7 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
                        max_packs: Optional[int] = None) -> Dict:
   """Predicts the questions of ``records_dir`` with an already built (restored) ``model``.
 
-  Returns the prediction object of the task (:func:`model.decoding.task_predictions`), ready for
+  Returns the prediction object of the task (:meth:`model.tasks.Task.predictions`), ready for
   :func:`model.evaluate.score`.  ``task`` and ``per_document`` follow the records
   (:func:`records_task`) when None; given, they must agree with them (PredictError).
   ``records_dir`` may be any ``tf.io.gfile`` path.  ``max_packs`` (None: all) reads only the
@@ -117,8 +120,10 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
   documents = decoding.load_documents(records_dir)
   found_task, found_per_document = records_task(manifest, documents)
   if task is not None and task != found_task:
+    job = manifest.get("job")
+    source = f"pipelines.{job}" + ("" if job == found_task else f" (task {found_task})")
     raise PredictError(f"--task {task} contradicts the records: {records_dir} was written by "
-                       f"pipelines.{found_task}; leave --task out")
+                       f"{source}; leave --task out")
   if per_document is not None and per_document != found_per_document:
     holds = ("one document per (question, page)" if found_per_document
              else "one document per question")
@@ -126,7 +131,6 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
         f"--{'' if per_document else 'no'}per_document contradicts the records: {records_dir} "
         f"holds {holds}; leave the flag out")
   task, per_document = found_task, found_per_document
-  decoding.check_task(task, per_document)
   decoder = decoding.Decoder(documents, top_k=top_k,
                              max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
                              reduction=reduction,
@@ -141,7 +145,7 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
     outputs = forward(readtwice.model_inputs(features))
     decoder.add_pack({k: v.numpy() for k, v in features.items()},
                      {k: v.numpy() for k, v in outputs.items()})
-  preds = decoding.task_predictions(decoder, task, per_document)
+  preds = tasks.get(task).predictions(decoder, per_document)
   if decoder.unmapped_candidates:  # offsets outside the side file's text: wrong records_dir?
     print(f"warning: {decoder.unmapped_candidates} span candidates could not be mapped to a "
           f"document text of {records_dir}/documents (missing document or offsets out of "
@@ -158,7 +162,7 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
   Loads the model from ``model_dir`` (``config.json`` + the latest, or the given, checkpoint)
   and runs :func:`predict_with_model` (``task`` / ``per_document``: None follows the records).
   Every path may be a ``tf.io.gfile`` path (local, ``gs://``, ``ram://``).  Returns the
-  prediction object of the task (:func:`model.decoding.task_predictions`).
+  prediction object of the task (:meth:`model.tasks.Task.predictions`).
   """
   manifest = input_lib.read_manifest(records_dir)  # before the model is loaded
   model, _ = load_model(model_dir, checkpoint)
@@ -180,15 +184,16 @@ EXAMPLE = ("python -m model.predict --records_dir /tmp/hotpot_dev_records "
 def build_parser() -> cli.Parser:
   p = cli.Parser("model.predict", __doc__.split("\n\n")[0], EXAMPLE)
   p.add_argument("--records_dir", required=True,
-                 help="a QA pipeline's output dir (hotpotqa, triviaqa or narrativeqa); the task "
-                      "and TriviaQA's per-document keys follow its manifest")
+                 help="a QA pipeline's output dir (hotpotqa, triviaqa, narrativeqa, or "
+                      "extractive QA data such as jsonl_qa); the task and TriviaQA's "
+                      "per-document keys follow its manifest")
   p.add_argument("--model_dir", required=True,
                  help="a model.finetune / model.train model dir (config.json + checkpoints), "
                       "e.g. <model_dir>/best")
   p.add_argument("--output", required=True, help="predictions JSON file to write")
   p.add_argument("--checkpoint", default=None,
                  help="checkpoint prefix to restore (default: the latest in --model_dir)")
-  p.add_argument("--task", choices=decoding.TASKS, default=None,
+  p.add_argument("--task", choices=tasks.names(), default=None,
                  help="optional check: the task the records must be of (default: theirs)")
   cli.bool_flag(p, "per_document", None,
                 "TriviaQA: one answer per '<QuestionId>--<Filename>' document (default: as "
@@ -223,8 +228,8 @@ def main(argv=None) -> int:
     preds = predict(args.records_dir, args.model_dir, args.output, args.top_k,
                     args.max_answer_tokens, args.sp_threshold, args.checkpoint, task=args.task,
                     reduction=args.reduction, per_document=args.per_document)
-    task = input_lib.read_manifest(args.records_dir)["job"]
-    count = len(preds["answer"]) if task == "hotpotqa" else len(preds)
+    task = tasks.task_name(input_lib.read_manifest(args.records_dir))
+    count = tasks.get(task).count(preds)
     print(json.dumps({"output": args.output, "task": task, "reduction": args.reduction,
                       "predictions": count}), flush=True)
     if args.gold:
@@ -234,7 +239,7 @@ def main(argv=None) -> int:
     return None
 
   return cli.run_command(p.prog, body, (PredictError, input_lib.RecordsError,
-                                        trainer_lib.TrainingError, evaluate.EvaluationError,
+                                        training_data.TrainingError, evaluate.EvaluationError,
                                         FileNotFoundError, manifest_lib.ManifestError,
                                         records.SchemaVersionError),
                          message_of=lambda e: input_lib.records_error(e, [args.records_dir]))

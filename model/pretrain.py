@@ -29,13 +29,16 @@ import tensorflow as tf
 from model import driver
 from model import losses as losses_lib
 from model import masking as masking_lib
+from model import objectives
+from model import strategies
 from model import trainer as trainer_lib
+from model import training_data
 from schemas import cli
 
 EVAL_SEED = 12345  # the held-out masks: one fixed draw, the same for every model compared
 
 
-def mlm_evaluation(model, records_dirs: Sequence[str], task: trainer_lib.PretrainTask,
+def mlm_evaluation(model, records_dirs: Sequence[str], task: objectives.PretrainTask,
                    max_packs: Optional[int] = None, seed: int = EVAL_SEED) -> Dict[str, float]:
   """Masked-LM metrics of ``model`` on ``records_dirs`` with fixed masks (one pass).
 
@@ -43,8 +46,8 @@ def mlm_evaluation(model, records_dirs: Sequence[str], task: trainer_lib.Pretrai
   ``mlm_entity_loss`` (tokens of masked entity mentions), ``mlm_other_accuracy`` (the rest),
   the token counts, ``memory_noop_rate`` and ``packs``.
   """
-  manifests = trainer_lib.read_manifests(records_dirs)
-  ds = trainer_lib.records_dataset(records_dirs, manifests, shuffle=False, repeat=False,
+  manifests = training_data.read_manifests(records_dirs)
+  ds = training_data.records_dataset(records_dirs, manifests, shuffle=False, repeat=False,
                                    seed=0, max_mentions=task.max_mentions)
   if max_packs:
     ds = ds.take(max_packs)
@@ -57,7 +60,7 @@ def mlm_evaluation(model, records_dirs: Sequence[str], task: trainer_lib.Pretrai
     outputs = model(features, training=False)
     sums = losses_lib.mlm_token_sums(outputs["mlm_logits"], features["masked_ids"],
                                      features["masked_weights"], features["masked_is_entity"])
-    return tf.concat([tf.stack([sums[k] for k in keys]), trainer_lib.noop_sums(outputs)], 0)
+    return tf.concat([tf.stack([sums[k] for k in keys]), objectives.noop_sums(outputs)], 0)
 
   totals = np.zeros(8)
   packs = 0
@@ -84,7 +87,7 @@ def build_parser() -> cli.Parser:
                  help="pipeline output dir; repeat the flag to train on several")
   p.add_argument("--steps", type=int, default=10000, help="training steps (packs)")
   driver.add_common_flags(p, preset="readtwice_e", optimizer="lamb", learning_rate=5e-4)
-  driver.add_coref_flag(p, trainer_lib.PRETRAIN_COREF_WEIGHT,
+  driver.add_coref_flag(p, objectives.PRETRAIN_COREF_WEIGHT,
                         "the paper's auxiliary pre-training task")
   m = masking_lib.MaskingConfig(mask_token_id=0, vocab_size=1)
   g = p.add_argument_group("masking")
@@ -114,27 +117,27 @@ def main(argv=None) -> int:
     p.error("--eval_every needs --dev_records_dir")
   tc = driver.train_config(args, args.steps)
   try:
-    manifests = trainer_lib.read_manifests(args.records_dir)
+    manifests = training_data.read_manifests(args.records_dir)
     if args.dev_records_dir:
-      trainer_lib.read_manifests(args.records_dir + args.dev_records_dir)
+      training_data.read_manifests(args.records_dir + args.dev_records_dir)
     mc = driver.model_config(args, manifests[0])
-    masking = trainer_lib.masking_config(
+    masking = objectives.masking_config(
         manifests[0], mention_rate=args.mention_mask_rate, token_rate=args.token_mask_rate,
         max_span_words=args.max_span_words, whole_entity=args.whole_entity)
-  except (trainer_lib.TrainingError, ValueError, OSError) as e:  # records, configs, masking
+  except (training_data.TrainingError, ValueError, OSError) as e:  # records, configs, masking
     return driver.fail(p.prog, str(e))
   try:
-    task = trainer_lib.PretrainTask(mc, masking, coref_weight=args.coref_weight)
+    task = objectives.PretrainTask(mc, masking, coref_weight=args.coref_weight)
     evaluation = None
     if args.dev_records_dir:
       def evaluate(model):
         return mlm_evaluation(model, args.dev_records_dir, task, args.eval_packs)
       evaluation = trainer_lib.EvalSpec(evaluate, every=args.eval_every or tc.steps)
-    strategy = trainer_lib.make_strategy(args.strategy, args.tpu)
+    strategy = strategies.make_strategy(args.strategy, args.tpu)
     summary = trainer_lib.Trainer(task, args.records_dir, args.model_dir, mc, tc,
                                   strategy=strategy, init_fn=driver.init_fn(args),
                                   evaluation=evaluation, log_batches=args.log_batches).run()
-  except (trainer_lib.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+  except (training_data.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(
         e, list(args.records_dir) + list(args.dev_records_dir or [])))
   return driver.finish(summary)

@@ -32,7 +32,9 @@ from model import driver
 from model import input as input_lib
 from model import optimization
 from model import readtwice
+from model import objectives
 from model import trainer as trainer_lib
+from model import training_data
 from schemas import cli
 
 
@@ -46,7 +48,7 @@ make_optimizer = optimization.make_optimizer
 def config_from_manifest(records_dir: str, preset: str = "tiny", **overrides
                         ) -> configs_lib.ModelConfig:
   """A preset whose vocab size / position table fit the records' manifest."""
-  return trainer_lib.config_from_manifest(input_lib.read_manifest(records_dir), preset,
+  return configs_lib.config_from_manifest(input_lib.read_manifest(records_dir), preset,
                                           **overrides)
 
 
@@ -72,7 +74,7 @@ def train(records_dir: str, model_dir: str,
   tc = train_config or configs_lib.TrainConfig()
   mc = model_config or config_from_manifest(records_dir, "tiny")
   log_fn = log_fn or (lambda d: print(json.dumps(d), flush=True))
-  return trainer_lib.Trainer(trainer_lib.FinetuneTask(mc), [records_dir], model_dir, mc, tc,
+  return trainer_lib.Trainer(objectives.FinetuneTask(mc), [records_dir], model_dir, mc, tc,
                              log_fn=log_fn).run()
 
 
@@ -162,7 +164,7 @@ def main(argv=None) -> int:
     return driver.fail(p.prog, f"--records_dir: {e}")
   try:
     summary = train(args.records_dir, args.model_dir, mc, tc)
-  except (trainer_lib.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+  except (training_data.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(e, [args.records_dir]))
   summary.pop("losses")
   print(json.dumps(summary), flush=True)

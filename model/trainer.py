@@ -1,16 +1,18 @@
-"""The training loop shared by pretraining and fine-tuning: strategies, tasks, checkpoints.
+"""The training loop shared by pretraining and fine-tuning: steps, checkpoints, logs, evals.
 
-* **Strategy** (:func:`make_strategy`): ``cpu`` (the default one-device strategy), ``mirrored``
-  (every GPU, or every logical CPU when there is no GPU) or ``tpu`` (``TPUClusterResolver`` +
-  ``TPUStrategy``; ``--tpu local`` on a TPU VM, else the TPU's name).
+* **Inputs** (:mod:`model.training_data`): the records dirs' parsed packs, or
+  :class:`model.training_data.GeneratedPacks`; :func:`check_compatible` checks the model fits
+  them.
+* **Strategy** (:mod:`model.strategies`): ``cpu``, ``mirrored`` or ``tpu``.
 * **Global batch**: one pack.  The host reads the next pack from a local ``tf.data`` iterator,
-  splits it over the replicas (:func:`model.replicas.split_pack`) and hands replica ``r`` its
-  rows; memories are all-gathered and losses normalised across replicas inside the model and
+  splits it over the replicas (:func:`model.strategies.distribute_pack`) and hands replica ``r``
+  its rows; memories are all-gathered and losses normalised across replicas inside the model and
   losses, so R replicas compute what one device computes.
 * **Loop**: ``steps_per_loop`` steps run inside one ``tf.function`` call (one host round trip).
   Gradients are summed over replicas, then clipped (:mod:`model.optimization`).
-* **Tasks** (:class:`FinetuneTask`, :class:`PretrainTask`) choose the input features, the
-  in-pipeline preprocessing (dynamic masking) and the losses / metrics of one step.
+* **Tasks** (:mod:`model.objectives`: ``FinetuneTask``, ``PretrainTask``) choose the input
+  features, the in-pipeline preprocessing (dynamic masking) and the losses / metrics of one
+  step.
 * **Checkpoints**: ``tf.train.CheckpointManager`` (``ckpt-<step>``, ``max_checkpoints`` kept)
   holding the model, the optimizer, the step, the early-stopping state and the input iterator
   (tf.data iterator checkpointing: shuffle buffers, the epoch position and the masking
@@ -30,266 +32,24 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import math
 import os
 import sys
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Mapping, Optional, Sequence, Union
 
 import keras
 import tensorflow as tf
 
 from model import configs as configs_lib
-from model import input as input_lib
 from model import losses as losses_lib
-from model import masking as masking_lib
 from model import optimization
 from model import readtwice
-from model import replicas as replicas_lib
-
-STRATEGIES = ("cpu", "mirrored", "tpu")
-ANSWER_KEYS = ("answer_type", "supporting", "answer_begin_labels", "answer_end_labels")
-MASK_KEYS = ("masked_positions", "masked_ids", "masked_weights", "masked_is_entity")
-
-
-class TrainingError(Exception):
-  """A user-facing problem with the inputs of a run (printed as one line by the drivers)."""
-
-
-def make_strategy(name: str = "cpu", tpu: Optional[str] = None) -> tf.distribute.Strategy:
-  """The ``tf.distribute`` strategy called ``name`` (see the module docstring)."""
-  if name == "cpu":
-    return tf.distribute.get_strategy()
-  if name == "mirrored":
-    devices = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
-    return _mirrored(tuple(d.name for d in devices))
-  if name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-    return tf.distribute.TPUStrategy(resolver)
-  raise ValueError(f"strategy must be one of {STRATEGIES}, got {name!r}.")
-
-
-@functools.lru_cache(maxsize=None)
-def _mirrored(devices: Tuple[str, ...]) -> tf.distribute.MirroredStrategy:
-  """One MirroredStrategy per device set and process: two instances number their collectives
-  alike, so a second one's all-gathers would meet the first one's (shape mismatch aborts)."""
-  return tf.distribute.MirroredStrategy(list(devices))
-
-
-# ---------------------------------------------------------------------------------------------
-# Records
-
-
-def read_manifests(records_dirs: Sequence[str]) -> List[Dict]:
-  """The manifests of ``records_dirs`` (schema version checked), which must agree on the
-  segment geometry and the tokenizer."""
-  if not records_dirs:
-    raise TrainingError("no records directory given")
-  manifests = []
-  for d in records_dirs:
-    try:
-      manifests.append(input_lib.read_manifest(d))
-    except (FileNotFoundError, ValueError) as e:
-      raise TrainingError(str(e)) from None
-  first = manifests[0]
-  for d, m in zip(records_dirs[1:], manifests[1:]):
-    for what, get in (("seq_length", lambda x: x["config"]["seq_length"]),
-                      ("segments_per_pack", lambda x: x["config"]["segments_per_pack"]),
-                      ("tokenizer", lambda x: x["tokenizer"].get("fingerprint"))):
-      if get(m) != get(first):
-        raise TrainingError(f"{d} has {what} {get(m)!r} but {records_dirs[0]} has "
-                            f"{get(first)!r}; records trained together must agree")
-  return manifests
-
-
-def packs_per_epoch(manifests: Sequence[Mapping]) -> int:
-  """Packs (= steps) in one pass over the records of ``manifests``."""
-  return sum(int(m.get("examples", {}).get("packs") or
-                 sum(int(s.get("packs", s.get("records", 0))) for s in m.get("shards", [])))
-             for m in manifests)
-
-
-def records_dataset(records_dirs: Sequence[str], manifests: Sequence[Mapping], *,
-                    shuffle: bool, repeat: bool, seed: int,
-                    max_mentions: Optional[int]) -> tf.data.Dataset:
-  """Parsed packs of every shard of ``records_dirs`` (one dataset; file order shuffled too)."""
-  files = []
-  for d, m in zip(records_dirs, manifests):
-    files += input_lib.record_files(d, m)
-  cfg = manifests[0]["config"]
-  try:  # records of another major schema version (checked per file) are the user's error
-    return input_lib.make_dataset(files, int(cfg["seq_length"]), int(cfg["segments_per_pack"]),
-                                  shuffle=shuffle, repeat=repeat, seed=seed,
-                                  max_mentions=max_mentions, compression=None)
-  except input_lib.records.SchemaVersionError as e:
-    raise TrainingError(str(e)) from None
-
-
-# ---------------------------------------------------------------------------------------------
-# Tasks
-
-
-def noop_sums(outputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
-  """float ``[2]`` (this replica's): the no-op attention weight summed over the tokens that
-  read memories, and their number (zeros without memory)."""
-  if "memory_noop_probability" not in outputs:
-    return tf.zeros([2])
-  readers = tf.cast(outputs["memory_readers"], tf.float32)
-  return tf.stack([tf.reduce_sum(outputs["memory_noop_probability"] * readers),
-                   tf.reduce_sum(readers)])
-
-
-def _noop_rate(outputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
-  """Global mean no-op attention weight over the tokens that read memories (0 without)."""
-  sums = losses_lib.cross_replica_sum(noop_sums(outputs))
-  return sums[0] / tf.maximum(sums[1], 1.0)
-
-
-class Task:
-  """What one training step reads and optimises.
-
-  ``prepare(ds, seed)`` maps the parsed-pack dataset to the model's numeric input dicts;
-  ``step_metrics(outputs, features)`` returns ``(losses, stats)`` in replica context: losses
-  are this replica's share (``loss_global / R``, summed over replicas; ``total`` is
-  optimised), stats are global values (identical on every replica).  Their keys are fixed
-  (``loss_keys`` / ``stat_keys``) so a multi-step loop can accumulate them.
-  """
-
-  name = "task"
-  loss_keys: Tuple[str, ...] = ("total",)
-  stat_keys: Tuple[str, ...] = ()
-
-  def __init__(self, model_config: configs_lib.ModelConfig, coref_weight: float = 0.0):
-    if coref_weight < 0:
-      raise ValueError(f"coref_weight must be >= 0, got {coref_weight}")
-    self.model_config = model_config
-    self.max_mentions = readtwice.max_mentions(model_config)
-    self.has_memory = bool(model_config.use_memory)
-    self.coref_weight = float(coref_weight)
-    # The coreference loss needs entity memories and a positive weight.
-    self.coref = (self.has_memory and model_config.memory_source == "entity"
-                  and self.coref_weight > 0)
-
-  def input_keys(self) -> Tuple[str, ...]:
-    keys = readtwice.MODEL_INPUT_KEYS
-    if self.max_mentions:
-      keys += readtwice.MENTION_INPUT_KEYS
-    return keys
-
-  def memory_stat_keys(self) -> Tuple[str, ...]:
-    return ((("memory_noop_rate",) if self.has_memory else ())
-            + (("mentions_dropped",) if self.max_mentions else ())
-            + (("coref_pairs",) if self.coref else ()))
-
-  def memory_stats(self, outputs, features) -> Dict[str, tf.Tensor]:
-    """The no-op rate of memory attention and the entity mentions beyond ``max_memories``
-    (logged, not lost silently), as global values."""
-    stats = {}
-    if self.has_memory:
-      stats["memory_noop_rate"] = _noop_rate(outputs)
-    if self.max_mentions:
-      stats["mentions_dropped"] = losses_lib.cross_replica_sum(
-          tf.cast(features["mentions_dropped"], tf.float32))
-    return stats
-
-  def prepare(self, ds: tf.data.Dataset, seed: int) -> tf.data.Dataset:
-    keys = self.input_keys()
-    return ds.map(lambda f: {k: f[k] for k in keys})
-
-  def step_metrics(self, outputs, features) -> Tuple[Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:
-    raise NotImplementedError
-
-
-# The coreference loss is the paper's auxiliary PRE-training task for ReadTwice(E) (appendix);
-# fine-tuning leaves it out unless asked (it pulls every mention memory of an entity towards
-# one vector, against carrying context).
-FINETUNE_COREF_WEIGHT = 0.0
-PRETRAIN_COREF_WEIGHT = 1.0
-
-
-class FinetuneTask(Task):
-  """Question answering: span OR-loss, answer type and supporting heads, from the records'
-  answer labels (+ the coreference loss on entity memories when ``coref_weight`` > 0)."""
-
-  name = "finetune"
-
-  def __init__(self, model_config: configs_lib.ModelConfig,
-               coref_weight: float = FINETUNE_COREF_WEIGHT):
-    super().__init__(model_config, coref_weight)
-    self.loss_keys = (("total", "span_begin", "span_end", "answer_type", "supporting")
-                      + (("coref",) if self.coref else ()))
-    self.stat_keys = self.memory_stat_keys()
-
-  def input_keys(self):
-    return super().input_keys() + ANSWER_KEYS
-
-  def step_metrics(self, outputs, features):
-    if not self.coref:  # no coreference term (nor its [M, M] pair matrix)
-      outputs = {k: v for k, v in outputs.items() if k != "memory_table"}
-    out = losses_lib.readtwice_losses(outputs, features,
-                                      answer_type_mode=self.model_config.answer_type_mode,
-                                      coref_weight=self.coref_weight)
-    stats = self.memory_stats(outputs, features)
-    if self.coref:
-      stats["coref_pairs"] = out["coref_pairs"]
-    return {k: out[k] for k in self.loss_keys}, stats
-
-
-class PretrainTask(Task):
-  """Masked LM with dynamic masking in the input pipeline (:mod:`model.masking`) + the
-  coreference loss on entity memories.
-
-  Masks are drawn per pack from ``(seed, running pack index)``, so every epoch masks anew and
-  a resumed run (whose iterator state includes the index) draws the same masks.
-  """
-
-  name = "pretrain"
-
-  def __init__(self, model_config: configs_lib.ModelConfig, masking: masking_lib.MaskingConfig,
-               coref_weight: float = PRETRAIN_COREF_WEIGHT):
-    super().__init__(model_config, coref_weight)
-    self.masking = masking
-    self.loss_keys = ("total", "mlm") + (("coref",) if self.coref else ())
-    self.stat_keys = (("mlm_accuracy", "mlm_entity_accuracy", "masked_tokens")
-                      + self.memory_stat_keys())
-
-  def input_keys(self):
-    return super().input_keys() + MASK_KEYS
-
-  def mask(self, ds: tf.data.Dataset, seed: int) -> tf.data.Dataset:
-    """Masks every pack of ``ds`` with the seed ``(seed, index of the pack in ds)``."""
-    config = self.masking
-    return ds.enumerate().map(
-        lambda i, f: masking_lib.mask_segments(f, config, seed, pack_index=i),
-        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-
-  def prepare(self, ds, seed):
-    return super().prepare(self.mask(ds, seed), seed)
-
-  def step_metrics(self, outputs, features):
-    mlm = losses_lib.mlm_loss(outputs["mlm_logits"], features["masked_ids"],
-                              features["masked_weights"], features["masked_is_entity"])
-    losses = {"mlm": mlm["loss"], "total": mlm["loss"]}
-    if self.coref:
-      coref = losses_lib.coref_loss(outputs["memory_table"], outputs["memory_entity_id"],
-                                    outputs["memory_mask"], outputs["coref_bias"])
-      losses["coref"] = coref["loss"]
-      losses["total"] = mlm["loss"] + self.coref_weight * coref["loss"]
-      pairs = coref["pairs"]
-    stats = {"mlm_accuracy": mlm["accuracy"], "mlm_entity_accuracy": mlm["entity_accuracy"],
-             "masked_tokens": mlm["weight"]}
-    stats.update(self.memory_stats(outputs, features))
-    if self.coref:
-      stats["coref_pairs"] = pairs
-    return losses, stats
-
-
-# ---------------------------------------------------------------------------------------------
-# The trainer
+from model import strategies
+from model.objectives import Task
+from model.training_data import (GeneratedPacks, TrainingError, read_manifests,
+                                 records_dataset)
 
 
 @dataclasses.dataclass
@@ -305,58 +65,20 @@ class EvalSpec:
   patience: Optional[int] = None
 
 
-def _distribute(strategy: tf.distribute.Strategy, pack: Dict[str, tf.Tensor]):
-  """Replica ``r``'s rows of ``pack`` as a distributed value (the pack itself on one)."""
-  r = strategy.num_replicas_in_sync
-  if r == 1:
-    return pack
-  parts = replicas_lib.split_pack(pack, r)
-  return strategy.experimental_distribute_values_from_function(
-      lambda ctx: parts[ctx.replica_id_in_sync_group])
-
-
 def _fingerprint(pack: Mapping[str, tf.Tensor]) -> tf.Tensor:
   """int64 scalar: a fingerprint of the pack's (possibly masked) token ids, for logs."""
   ids = tf.reshape(tf.cast(pack["token_ids"], tf.int64), [1, -1])
   return tf.bitcast(tf.fingerprint(ids)[0], tf.int64)
 
 
-@dataclasses.dataclass(frozen=True)
-class GeneratedPacks:
-  """Packs made in memory instead of read from records (controlled tasks, benchmarks).
-
-  ``packs`` is a dict of NumPy arrays with a leading pack axis, holding the parsed-pack
-  features of :mod:`model.input` that the task reads (``token_ids`` ``[P, N, L]``,
-  ``document_index`` ``[P, N]``, ``mentions_*`` ``[P, K]``, ...).  The trainer cycles through
-  the P packs in order (shuffled per epoch when ``TrainConfig.shuffle``); the dataset is built
-  with ``from_tensor_slices``, so its iterator checkpoints like the records' one.
-  """
-  packs: Mapping[str, object]
-  seq_length: int
-  segments_per_pack: int
-  vocab_size: int
-
-  def manifest(self) -> Dict:
-    """A manifest-shaped dict of the packs' geometry (what :func:`check_compatible` reads)."""
-    return {"config": {"seq_length": self.seq_length,
-                       "segments_per_pack": self.segments_per_pack},
-            "tokenizer": {"vocab_size": self.vocab_size}}
-
-  def dataset(self, *, shuffle: bool, seed: int) -> tf.data.Dataset:
-    ds = tf.data.Dataset.from_tensor_slices(dict(self.packs))
-    if shuffle:
-      n = int(next(iter(self.packs.values())).shape[0])
-      ds = ds.shuffle(n, seed=seed, reshuffle_each_iteration=True)
-    return ds.repeat()
-
-
 class Trainer:
   """Runs ``train_config.steps`` steps of ``task`` on ``records_dirs`` (see module docstring).
 
   Args:
-    task: a :class:`Task`.
+    task: a :class:`model.objectives.Task`.
     records_dirs: pipeline output dirs (their manifests must agree; see
-      :func:`read_manifests`), or a :class:`GeneratedPacks`.
+      :func:`model.training_data.read_manifests`), or a
+      :class:`model.training_data.GeneratedPacks`.
     model_dir: checkpoints, ``config.json``, ``tb/``, ``metrics.json`` (any gfile path).
     model_config, train_config: the configs (saved to ``config.json``).
     strategy: a ``tf.distribute`` strategy (default: the one-device default strategy).
@@ -368,7 +90,8 @@ class Trainer:
     log_batches: add the fingerprints of each logged loop's packs to the log dicts.
   """
 
-  def __init__(self, task: Task, records_dirs: Sequence[str], model_dir: str,
+  def __init__(self, task: Task, records_dirs: Union[Sequence[str], GeneratedPacks],
+               model_dir: str,
                model_config: configs_lib.ModelConfig, train_config: configs_lib.TrainConfig,
                strategy: Optional[tf.distribute.Strategy] = None,
                init_fn: Optional[Callable[[keras.Model], object]] = None,
@@ -477,7 +200,8 @@ class Trainer:
       for i in tf.range(n):
         pack = next(iterator)
         prints = prints.write(i, _fingerprint(pack))
-        losses, stats = strategy.run(replica_step, args=(_distribute(strategy, pack),))
+        losses, stats = strategy.run(replica_step,
+                                     args=(strategies.distribute_pack(strategy, pack),))
         losses = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
                   for k, v in losses.items()}
         stats = {k: strategy.reduce(tf.distribute.ReduceOp.MEAN, v, axis=None)
@@ -641,17 +365,3 @@ def check_compatible(mc: configs_lib.ModelConfig, manifest: Mapping) -> None:
                         f"{seq_length}")
   if mc.vocab_size < vocab:
     raise TrainingError(f"model vocab_size {mc.vocab_size} < tokenizer vocab_size {vocab}")
-
-
-# ``preset`` fitted to the records (lives in model.configs, which needs no TensorFlow).
-config_from_manifest = configs_lib.config_from_manifest
-
-
-def masking_config(manifest: Mapping, **overrides) -> masking_lib.MaskingConfig:
-  """The masking of the records' tokenizer: its ``<mask>`` id and vocabulary size."""
-  special = manifest["tokenizer"].get("special_ids", {})
-  if "mask" not in special:
-    raise TrainingError("the records' manifest names no <mask> token id (tokenizer.special_ids)")
-  return masking_lib.MaskingConfig(mask_token_id=int(special["mask"]),
-                                   vocab_size=int(manifest["tokenizer"]["vocab_size"]),
-                                   **overrides)

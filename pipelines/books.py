@@ -1,75 +1,27 @@
-r"""Plain-text books (BooksCorpus / PG-19 / Project Gutenberg style, one book per file) ->
-pretraining records.
-
-Each file is one document: decoded (UTF-8, else UTF-16 with a BOM, cp1252, latin-1; the
-encoding is counted), CRLF normalised, the Project Gutenberg header and licence footer removed,
-hard-wrapped lines joined into paragraphs (see ``pipelines.readers.books``), then annotated with
-entity mentions by flag (``--ner spacy --linker alias --entities_dir WIKI_OUT``, see
-``pipelines.beam.annotate``).  Documents are
-segmented without a question prefix (longer than ``--max_segments_per_document`` segments:
-explicit sub-documents) and written with ``documents/``, ``dead_letter/``, ``skipped/``,
-``stats.json``, ``stats.png``, ``manifest.json`` and ``COMPLETED``.
-"""
+"""``python -m pipelines.books``: the generic job (:mod:`pipelines.runner`) on the books
+dataset (:mod:`pipelines.datasets.books`), as ``python -m pipelines books`` runs it;
+``run`` runs it from Python."""
 
 from __future__ import annotations
 
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
-import apache_beam as beam
-
-from pipelines import cli
-from pipelines.beam import annotate
-from pipelines.beam import report as report_lib
-from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
+from pipelines import runner
 from pipelines.beam.config import RecordsConfig
-from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents import DocumentsToRecords
-from pipelines.beam.files import ReadWholeFiles
-from pipelines.beam.parse import ParseRecords
-from pipelines.beam.read import INPUT_COUNT, RECORDS
-from pipelines.beam.stats import STATS
-from pipelines.readers import books as reader
-
-PROG = "python -m pipelines.books"
-EXAMPLE = r"""  python -m pipelines.books --input 'pg19/train/*.txt' --output_dir /tmp/books \
-    --direct_num_workers 2 --direct_running_mode multi_processing
-  (on Dataflow add --runner DataflowRunner --project P --region R --temp_location gs://B/tmp
-   --setup_file ./setup.py, and use gs:// paths)"""
-OUTPUTS = (report_lib.STATS_JSON, report_lib.STATS_PNG)
-
-
-def parse_file(raw: bytes, source_id: str):
-  """ParseRecords parser: a file's bytes -> (Document, counters)."""
-  return reader.parse_book_with_stats(raw, source_id)
-
-
-def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
-          header: Dict, reshuffle: bool = False,
-          options: AnnotationConfig = AnnotationConfig()) -> beam.PCollection:
-  """Adds the books job to ``p``; returns the PCollection holding the manifest."""
-  raw = p | "ReadBooks" >> ReadWholeFiles(paths, reshuffle=reshuffle)
-  parsed = raw[RECORDS] | "ParseBooks" >> ParseRecords(parse_file, "readtwice.books")
-  dead = (raw[DEAD_LETTER], parsed[DEAD_LETTER]) | "FlattenReadParseDead" >> beam.Flatten()
-  stats = (raw[STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
-  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
-          "input_count": raw[INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
-              output_dir, config, header, reshuffle=False, report=report_lib.write_report,
-              annotator=AnnotateDocuments(options) if options.enabled else None)
+from pipelines.beam.annotate import AnnotationConfig
 
 
 def run(input_pattern: str, output_dir: str, config: RecordsConfig,
         options: AnnotationConfig = AnnotationConfig(),
         beam_args: Optional[Sequence[str]] = None, overwrite: bool = False) -> Dict:
-  """Runs the job to completion; returns the manifest (see :func:`pipelines.cli.run_job`)."""
-  return cli.run_job("books", build, input_pattern, output_dir, config, beam_args, overwrite,
-                     options, OUTPUTS)
+  """Runs the job to completion; returns the manifest (see :func:`pipelines.runner.run_job`)."""
+  return runner.run_dataset("books", input_pattern, output_dir, config, options,
+                            beam_args, overwrite)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  return cli.job_main(PROG, __doc__.split("\n\n")[0], EXAMPLE, "books", build, argv,
-                      add_flags=annotate.add_flags, job_options=annotate.config_from_args,
-                      outputs=OUTPUTS)
+  return runner.dataset_main("books", argv, prog="python -m pipelines.books")
 
 
 if __name__ == "__main__":

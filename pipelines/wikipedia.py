@@ -1,143 +1,27 @@
-r"""Wikipedia XML dumps -> pretraining records whose hyperlinks are entity mentions, plus the
-entity vocabulary, the alias table and a stats report.
-
-Reads official ``*-pages-articles*.xml.bz2`` dumps (single-stream, multistream with its index,
-or a glob of partial dumps), keeps the articles, turns wikitext into clean text and every
-internal link into an entity mention (redirects resolved over the whole dump), segments the
-documents without a question prefix and writes ``records-*.tfrecord``, ``documents/``,
-``entities/vocabulary.parquet``, ``entities/aliases-*.parquet``, ``stats.json``,
-``stats.png``, ``dead_letter/``, ``skipped/``, ``manifest.json`` and ``COMPLETED``.
-"""
+"""``python -m pipelines.wikipedia``: the generic job (:mod:`pipelines.runner`) on the Wikipedia
+dataset (:mod:`pipelines.datasets.wikipedia`), as ``python -m pipelines wikipedia`` runs it;
+``run`` runs it from Python."""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
-import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
-
-from schemas import entities as entities_schema
-from pipelines import cli
-from pipelines.beam import report as report_lib
+from pipelines import runner
 from pipelines.beam.config import RecordsConfig
-from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents import DocumentsToRecords
-from pipelines.beam.dump import LINKS, PAGES, REDIRECTS, SKIPPED, ParsePages, ReadDumpPages
-from pipelines.beam.read import INPUT_COUNT
-from pipelines.beam.stats import STATS
-from pipelines.entities.vocabulary import BuildEntityTables, VocabularyConfig
-from pipelines.readers.wikipedia_pages import PageRules
-
-PROG = "python -m pipelines.wikipedia"
-EXAMPLE = r"""  python -m pipelines.wikipedia \
-    --input 'enwiki-20240601-pages-articles-multistream.xml.bz2' --output_dir /tmp/wiki \
-    --max_entities 1000000 --direct_num_workers 2 --direct_running_mode multi_processing
-  (the multistream index enwiki-...-multistream-index.txt.bz2 beside the dump is found and
-   used to split the read; on Dataflow add --runner DataflowRunner --project P --region R
-   --temp_location gs://B/tmp --setup_file ./setup.py, and use gs:// paths)"""
-OUTPUTS = (f"{entities_schema.ENTITIES_DIR}/*", report_lib.STATS_JSON, report_lib.STATS_PNG)
-
-
-@dataclasses.dataclass(frozen=True)
-class WikipediaOptions:
-  rules: PageRules = PageRules()
-  vocabulary: VocabularyConfig = VocabularyConfig()
-  streams_per_split: int = 10
-  max_splits: int = 0
-  index: Optional[str] = None
-
-  def __post_init__(self):
-    if self.streams_per_split < 1:
-      raise ValueError(f"--streams_per_split must be >= 1, got {self.streams_per_split}")
-    if self.max_splits < 0:
-      raise ValueError(f"--max_splits must be >= 0 (0: by --streams_per_split), got "
-                       f"{self.max_splits}")
-
-  def describe(self) -> Dict[str, Any]:
-    d = dict(self.rules.describe())
-    d.update(dataclasses.asdict(self.vocabulary), streams_per_split=self.streams_per_split,
-             max_splits=self.max_splits, index=self.index)
-    return d
-
-
-def add_flags(group) -> None:
-  d = WikipediaOptions()
-  group.add_argument("--index", default=None,
-                     help="multistream index (*-multistream-index.txt.bz2) of a single --input "
-                          "dump; default: found beside each dump")
-  group.add_argument("--streams_per_split", type=int, default=d.streams_per_split,
-                     help="bz2 streams (~100 pages each) per read split of a multistream dump "
-                          "(default: %(default)s)")
-  group.add_argument("--max_splits", type=int, default=d.max_splits,
-                     help="at most this many read splits per dump (0: by --streams_per_split)")
-  group.add_argument("--min_entity_count", type=int, default=d.vocabulary.min_entity_count,
-                     help="mentions an entity needs to get an id (default: %(default)s)")
-  group.add_argument("--max_entities", type=int, default=d.vocabulary.max_entities,
-                     help="largest entity vocabulary, most mentioned first; 0: no limit "
-                          "(default: %(default)s)")
-  group.add_argument("--entity_partitions", type=int,
-                     default=d.vocabulary.entity_partitions,
-                     help="link targets are resolved in this many partitions, one aliases file "
-                          "each; more for larger corpora (a worker holds one partition's "
-                          "distinct (target, anchor) pairs) (default: %(default)s)")
-  cli.bool_flag(group, "keep_disambiguation", d.rules.keep_disambiguation,
-                "keep disambiguation pages as documents")
-  cli.bool_flag(group, "self_mentions", d.rules.self_mentions,
-                "mentions of a page's own title in its text are mentions of its entity")
-
-
-def options_from_args(args) -> WikipediaOptions:
-  return WikipediaOptions(
-      rules=PageRules(keep_disambiguation=args.keep_disambiguation,
-                      self_mentions=args.self_mentions),
-      vocabulary=VocabularyConfig(min_entity_count=args.min_entity_count,
-                                  max_entities=args.max_entities,
-                                  entity_partitions=args.entity_partitions),
-      streams_per_split=args.streams_per_split, max_splits=args.max_splits, index=args.index)
-
-
-def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
-          header: Dict, reshuffle: bool = False,
-          options: WikipediaOptions = WikipediaOptions()) -> beam.PCollection:
-  """Adds the Wikipedia job to ``p``; returns the PCollection holding the manifest.  The read
-  splits are reshuffled whatever the runner, so ``reshuffle`` is not needed."""
-  del reshuffle
-  if options.index is not None:
-    if len(paths) != 1:
-      raise FileNotFoundError(f"--index names one dump's index, but --input matches "
-                              f"{len(paths)} files")
-    if not FileSystems.exists(options.index):
-      raise FileNotFoundError(f"--index {options.index!r} does not exist")
-  read = p | "ReadDump" >> ReadDumpPages(paths, options.streams_per_split, options.max_splits,
-                                         options.index)
-  parsed = read[PAGES] | "ParsePages" >> ParsePages(options.rules,
-                                                    options.vocabulary.entity_partitions)
-  tables = ({"links": parsed[LINKS], "redirects": parsed[REDIRECTS]}
-            | "EntityTables" >> BuildEntityTables(output_dir, options.vocabulary))
-  dead = (read[DEAD_LETTER], parsed[DEAD_LETTER]) | "FlattenReadParseDead" >> beam.Flatten()
-  stats = ((read[STATS], parsed[STATS], tables["stats"])
-           | "FlattenReadParseStats" >> beam.Flatten())
-  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
-          "input_count": read[INPUT_COUNT], "skipped": parsed[SKIPPED],
-          "entity_table": tables["entity_table"], "report_input": tables["vocabulary"],
-          "other_files": tables["files"],
-          } | "ToRecords" >> DocumentsToRecords(output_dir, config, header, reshuffle=False,
-                                                report=report_lib.write_report)
+from pipelines.datasets.wikipedia.dataset import WikipediaOptions
 
 
 def run(input_pattern: str, output_dir: str, config: RecordsConfig,
         options: WikipediaOptions = WikipediaOptions(),
         beam_args: Optional[Sequence[str]] = None, overwrite: bool = False) -> Dict:
-  """Runs the job to completion; returns the manifest (see :func:`pipelines.cli.run_job`)."""
-  return cli.run_job("wikipedia", build, input_pattern, output_dir, config, beam_args, overwrite,
-                     options, OUTPUTS)
+  """Runs the job to completion; returns the manifest (see :func:`pipelines.runner.run_job`)."""
+  return runner.run_dataset("wikipedia", input_pattern, output_dir, config, options,
+                            beam_args, overwrite)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  return cli.job_main(PROG, __doc__.split("\n\n")[0], EXAMPLE, "wikipedia", build, argv,
-                      add_flags=add_flags, job_options=options_from_args, outputs=OUTPUTS)
+  return runner.dataset_main("wikipedia", argv, prog="python -m pipelines.wikipedia")
 
 
 if __name__ == "__main__":

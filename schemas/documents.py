@@ -23,19 +23,20 @@ id the official evaluation keys predictions with).
 Document ids of TriviaQA: one document per question-document pair, with
 ``document_id = "<QuestionId>--<Filename>"`` (``question_id = "<QuestionId>"``), which is exactly
 the key of the official per-document (Web) evaluation, so per-document predictions are keyed by
-``document_id`` as is (``model.decoding.triviaqa_predictions(..., per_document=True)``).  This is
+``document_id`` as is (``model.tasks.triviaqa``, ``per_document=True``).  This is
 the one place where the convention is stated.
 """
 
-import glob
+from __future__ import annotations
+
 import gzip
 import io
 import json
 import os
 import zlib
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Iterator, List, Mapping, Optional
 
-from schemas import manifest as manifest_lib
+from schemas import records_dir as records_dir_lib
 from schemas import tfrecord_io
 
 DOCUMENTS_DIR = "documents"
@@ -43,32 +44,8 @@ DOCUMENT_FIELDS = ("document_id", "question_id", "question", "text", "answers", 
                    "paragraphs", "source_id")
 
 
-class LocalFiles:
-  """The file operations :func:`load` needs, on local paths.  Any object with the same three
-  methods works (``model.decoding`` passes ``tf.io.gfile``'s, for ``gs://``)."""
-
-  exists = staticmethod(os.path.exists)
-  glob = staticmethod(glob.glob)
-
-  @staticmethod
-  def open(path: str):
-    """The file opened for binary reading."""
-    return open(path, "rb")
-
-
-LOCAL = LocalFiles()
-
-
-def _read_manifest(records_dir: str, fs=LOCAL) -> Optional[Dict[str, Any]]:
-  path = os.path.join(records_dir, manifest_lib.MANIFEST_FILE)
-  if not fs.exists(path):
-    return None
-  with fs.open(path) as f:
-    return json.loads(f.read().decode("utf-8"))
-
-
 def document_files(records_dir: str, manifest: Optional[Mapping[str, Any]] = None,
-                   fs=LOCAL) -> List[str]:
+                   fs: records_dir_lib.FileSystem = records_dir_lib.LOCAL) -> List[str]:
   """The side files of ``records_dir``: the manifest's ``documents`` list when it has one, else
   ``documents/*.jsonl`` and ``documents/*.jsonl.gz`` (sorted)."""
   listed = (manifest or {}).get("documents")
@@ -96,20 +73,24 @@ def _lines(raw, path: str, compression: Optional[str]) -> Iterator[str]:
       yield line.decode("utf-8")
 
 
-def load(records_dir: str, manifest: Optional[Mapping[str, Any]] = None, fs=LOCAL) -> dict:
+def load(records_dir: str, manifest: Optional[Mapping[str, Any]] = None,
+         fs: records_dir_lib.FileSystem = records_dir_lib.LOCAL) -> dict:
   """``{document_id: document}`` from the side files of ``records_dir``.
 
   The files and their compression come from ``manifest`` (default: ``<records_dir>/
-  manifest.json`` if there is one): ``documents`` and ``config.compression``.  Without those
-  (manifests written before them, or no manifest) ``documents/*.jsonl`` and ``*.jsonl.gz`` are
-  read, each gzip when named ``.gz`` or starting with the gzip magic bytes.  ``fs``: the file
-  operations (:class:`LocalFiles`; ``model.decoding.load_documents`` passes ``tf.io.gfile``'s).
+  manifest.json``, validated by :func:`schemas.records_dir.load_manifest`, if there is one):
+  ``documents`` and ``config.compression``.  Without those (manifests written before them, or
+  no manifest) ``documents/*.jsonl`` and ``*.jsonl.gz`` are read, each gzip when named ``.gz`` or
+  starting with the gzip magic bytes.  ``fs``: the file operations (``open``, ``exists``,
+  ``glob`` of :class:`schemas.records_dir.FileSystem`; ``model.decoding.load_documents`` passes
+  ``tf.io.gfile``'s).
 
   Raises:
-    ValueError: A gzip side file is corrupt.
+    ValueError: A gzip side file is corrupt; the manifest is invalid (ManifestError) or of
+      another major schema version (SchemaVersionError).
   """
   if manifest is None:
-    manifest = _read_manifest(records_dir, fs)
+    manifest = records_dir_lib.load_manifest(records_dir, fs)
   compression = tfrecord_io.manifest_compression(manifest)
   docs = {}
   for path in document_files(records_dir, manifest, fs):

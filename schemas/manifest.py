@@ -33,7 +33,7 @@ TFRecord ``GZIP`` as ``tf.data.TFRecordDataset(..., compression_type="GZIP")`` r
 documents side files ``documents/documents-SSSSS-of-NNNNN.jsonl.gz`` (gzip JSON lines); dead
 letters and skipped items stay uncompressed.  ``shards[].path`` and ``documents`` always name the
 real files (relative to the output dir), and readers (``model.input``, ``schemas.documents``,
-``pipelines.inspect``, ``schemas.tfrecord_io``) follow ``config.compression``.
+``pipelines.inspector``, ``schemas.tfrecord_io``) follow ``config.compression``.
 
 ``counts.input == written + skipped + rejected`` always holds, and so does ``input == output +
 skipped + rejected`` for every stage of ``stage_counts``, each stage's input being the previous

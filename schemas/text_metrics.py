@@ -1,7 +1,7 @@
 """Text metrics both sides compute, written once: the pipelines' ROUGE-L oracle spans
 (:mod:`pipelines.text.oracle`) and the official NarrativeQA scorer
 (:mod:`model.evaluation.narrativeqa`) use the same longest common subsequence; the TriviaQA
-answer labeller (:mod:`pipelines.text.triviaqa_answers`) and the official TriviaQA scorer
+answer labeller (:mod:`pipelines.datasets.triviaqa.answers`) and the official TriviaQA scorer
 (:mod:`model.evaluation.triviaqa`) the same answer normalisation."""
 
 from __future__ import annotations

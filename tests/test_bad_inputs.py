@@ -26,12 +26,12 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
-from demo import synthetic_wikipedia as synth
+from synthetic import wikipedia as synth
 from schemas import manifest as manifest_schema
 from pipelines import books, hotpotqa, narrativeqa, triviaqa, wikipedia
 from tests.pipelines.helpers import PARIS, hotpot_record, write_json
-from tests.pipelines.test_narrativeqa_pipeline import make_layout
-from tests.pipelines.test_triviaqa_pipeline import (PARIS_ANSWER, answer, page,
+from tests.pipelines.datasets.narrativeqa.test_dataset import make_layout
+from tests.pipelines.datasets.triviaqa.test_dataset import (PARIS_ANSWER, answer, page,
                                                     write_evidence, write_question_file)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

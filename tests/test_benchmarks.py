@@ -1,5 +1,6 @@
-"""Every benchmark runs alone on a tiny input and ends with its one-line JSON figure (they are
-not run anywhere else in CI, so an API change would otherwise break them silently)."""
+"""Every benchmark runs alone on a tiny input (``python -m benchmarks.<name>``, as a user runs
+it) and ends with its one-line JSON figure (they are not run anywhere else in CI, so an API
+change would otherwise break them silently)."""
 
 import json
 import os
@@ -11,26 +12,26 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.mark.parametrize("script, args", [
-    ("hotpotqa_throughput.py", ["--num_questions", "30", "--pairs", "2"]),
-    ("all.py", ["--scale", "0.005", "--pairs", "1"]),
-    ("pipeline_memory.py", ["--questions", "100,200"]),
-    ("read_memory.py", ["--sizes_mb", "1,2"]),
-    ("segment_windows.py", ["--repeats", "1", "--calls", "3"]),
-    ("wikipedia_throughput.py", ["--pages", "60", "--words_per_page", "100", "--pairs", "1"]),
-    ("ner_throughput.py", ["--pages", "40", "--pairs", "1"]),
-    ("linker_quality.py", []),
-    ("oracle.py", ["--words", "3000", "--questions", "6", "--repeats", "1"]),
-    ("narrativeqa_memory.py", ["--words", "5000", "--questions", "3"]),
-    ("model_step.py", ["--small"]),
-    ("scale_out.py", ["--sizes_mb", "0.2,0.4", "--runs", "1"]),
-    ("memory_ladder.py", ["--rungs", "R3", "--models", "E,E(SS)", "--seeds", "1", "--steps", "4",
-                          "--dev_packs", "1", "--parallel", "1", "--log_every", "2"]),
-    ("input_pipeline.py", ["--pages", "30", "--seq_length", "128", "--segments_per_pack", "8",
-                           "--max_mentions", "128", "--seconds", "1", "--repeats", "1"]),
+@pytest.mark.parametrize("name, args", [
+    ("hotpotqa_throughput", ["--num_questions", "30", "--pairs", "2"]),
+    ("all", ["--scale", "0.005", "--pairs", "1"]),
+    ("pipeline_memory", ["--questions", "100,200"]),
+    ("read_memory", ["--sizes_mb", "1,2"]),
+    ("segment_windows", ["--repeats", "1", "--calls", "3"]),
+    ("wikipedia_throughput", ["--pages", "60", "--words_per_page", "100", "--pairs", "1"]),
+    ("ner_throughput", ["--pages", "40", "--pairs", "1"]),
+    ("linker_quality", []),
+    ("oracle", ["--words", "3000", "--questions", "6", "--repeats", "1"]),
+    ("narrativeqa_memory", ["--words", "5000", "--questions", "3"]),
+    ("model_step", ["--small"]),
+    ("scale_out", ["--sizes_mb", "0.2,0.4", "--runs", "1"]),
+    ("memory_ladder", ["--rungs", "R3", "--models", "E,E(SS)", "--seeds", "1", "--steps", "4",
+                       "--dev_packs", "1", "--parallel", "1", "--log_every", "2"]),
+    ("input_pipeline", ["--pages", "30", "--seq_length", "128", "--segments_per_pack", "8",
+                        "--max_mentions", "128", "--seconds", "1", "--repeats", "1"]),
 ])
-def test_benchmark_prints_its_figure_last(script, args):
-  proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script)] + args,
+def test_benchmark_prints_its_figure_last(name, args):
+  proc = subprocess.run([sys.executable, "-m", f"benchmarks.{name}"] + args,
                         cwd=REPO, capture_output=True, text=True, timeout=600)
   assert proc.returncode == 0, proc.stderr[-3000:]
   figure = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -40,18 +41,48 @@ def test_benchmark_prints_its_figure_last(script, args):
   assert figure.get("breakdown", "ok") == "ok", figure["breakdown"]
 
 
-@pytest.mark.parametrize("script, args", [
-    ("memory_corpus.py", ["--train_docs", "12", "--heldout_docs", "4", "--no_samples"]),
-    ("memory_use.py", ["--train_docs", "12", "--heldout_docs", "4", "--no_samples", "--seeds",
-                       "1", "--steps", "4"]),
-    ("memory_gap.py", ["--train_docs", "16", "--dev_docs", "8", "--seeds", "1", "--steps", "4",
-                       "--log_every", "2", "--models", "e,e_ss"]),
+@pytest.mark.parametrize("name, args", [
+    ("memory_use", ["--train_docs", "12", "--heldout_docs", "4", "--no_samples", "--seeds",
+                    "1", "--steps", "4"]),
+    ("memory_gap", ["--train_docs", "16", "--dev_docs", "8", "--seeds", "1", "--steps", "4",
+                    "--log_every", "2", "--models", "e,e_ss"]),
 ])
-def test_benchmark_with_an_output_dir_prints_its_figure_last(script, args, tmp_path):
-  proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", script),
+def test_benchmark_with_an_output_dir_prints_its_figure_last(name, args, tmp_path):
+  proc = subprocess.run([sys.executable, "-m", f"benchmarks.{name}",
                          "--out_dir", str(tmp_path / "out")] + args,
                         cwd=REPO, capture_output=True, text=True, timeout=600)
   assert proc.returncode == 0, proc.stderr[-3000:]
   figure = json.loads(proc.stdout.strip().splitlines()[-1])
   assert {"metric", "value", "target", "unit"} <= set(figure)
   assert figure["value"] is not None
+
+
+def test_memory_corpus_prints_its_stats_and_figure_last_and_refuses_a_second_build(tmp_path):
+  out = str(tmp_path / "out")
+  cmd = [sys.executable, "-m", "benchmarks.memory_corpus", "--out_dir", out]
+  proc = subprocess.run(cmd + ["--seed", "3", "--train_docs", "12", "--heldout_docs", "4",
+                               "--no_samples"], cwd=REPO, capture_output=True, text=True,
+                        timeout=600)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  lines = proc.stdout.strip().splitlines()
+  figure = json.loads(lines[-1])
+  assert {"metric", "value", "target", "unit"} <= set(figure)
+  assert figure["value"] is not None
+  with open(os.path.join(out, "corpus.json"), encoding="utf-8") as f:
+    result = json.load(f)
+  for split, docs in (("train", 12), ("heldout", 4)):
+    assert figure[f"{split}_documents"] == docs == result["splits"][split]["documents"]
+    assert figure[f"{split}_mentions"] == result["splits"][split]["mentions"]
+    assert any(line.startswith(f"{split} ") and f"{docs} docs" in line for line in lines)
+  assert result["config"]["train_docs"] == 12 and result["seed"] == 3
+  assert result["shared_entity_titles"] == 0
+  for name in ("wikipedia", "books"):
+    assert result["real"][name] is None
+    assert any(line.startswith(f"real_{name}: ") and "skipped" in line for line in lines)
+  # A second build into the same directory is refused before anything is written.
+  before = os.path.getmtime(result["splits"]["train"]["dump"])
+  again = subprocess.run(cmd + ["--train_docs", "2", "--heldout_docs", "1", "--no_samples"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+  assert again.returncode == 1 and "memory_corpus: error:" in again.stderr
+  assert "earlier build" in again.stderr
+  assert os.path.getmtime(result["splits"]["train"]["dump"]) == before

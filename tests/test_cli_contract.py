@@ -16,7 +16,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PIPELINES = ["pipelines.hotpotqa", "pipelines.triviaqa", "pipelines.narrativeqa",
-             "pipelines.books", "pipelines.wikipedia", "pipelines.inspect"]
+             "pipelines.books", "pipelines.wikipedia", "pipelines.inspector"]
 MODEL = ["model.train", "model.finetune", "model.pretrain", "model.predict", "model.evaluate",
          "model.roberta"]
 COMMANDS = PIPELINES + MODEL
@@ -68,9 +68,9 @@ def init(self, *a, **k):
 
 def parse(self, argv=None):
   args, rest = original_parse(self, argv)
-  if self.module.startswith("pipelines.") and self.module != "pipelines.inspect":
-    from pipelines import cli as pcli
-    pcli.split_beam_args(self, rest)
+  if self.module.startswith("pipelines.") and self.module != "pipelines.inspector":
+    from pipelines import flags as pflags
+    pflags.split_beam_args(self, rest)
   raise Parsed(vars(args))
 
 def parse_args(self, args=None, namespace=None):
@@ -118,7 +118,7 @@ def _typo(flag: str) -> str:
 TYPOS = {  # module -> a flag it has, misspelt by _typo
     "pipelines.hotpotqa": "--output_dir", "pipelines.triviaqa": "--evidence_dir",
     "pipelines.narrativeqa": "--seq_length", "pipelines.books": "--segments_per_pack",
-    "pipelines.wikipedia": "--max_segments_per_document", "pipelines.inspect": "--records_dir",
+    "pipelines.wikipedia": "--max_segments_per_document", "pipelines.inspector": "--records_dir",
     "model.train": "--learning_rate", "model.finetune": "--learning_rate",
     "model.pretrain": "--mention_mask_rate", "model.predict": "--records_dir",
     "model.evaluate": "--predictions", "model.roberta": "--model_dir",
@@ -145,7 +145,7 @@ def test_unknown_flag_is_one_line_with_the_closest_flag(module):
     ("model.pretrain", "--no_shuffle", "--noshuffle"),
     ("model.pretrain", "--eval_records_dir", "--dev_records_dir"),
     ("model.evaluate", "--no_meteor", "--nometeor"),
-    ("pipelines.inspect", "--records", "--records_dir"),
+    ("pipelines.inspector", "--records", "--records_dir"),
 ])
 def test_renamed_flag_names_the_new_one(module, old, new):
   proc = _run(module, old, "x")

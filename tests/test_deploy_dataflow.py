@@ -79,11 +79,12 @@ pytestmark = pytest.mark.usefixtures("restore_logging")  # tests/conftest.py
 # --- the jobs ---------------------------------------------------------------------------------
 
 def test_every_pipeline_is_deployed():
-  """Every module of pipelines/ with a job command line (cli.job_main) has a template, a
-  launcher script and a Cloud Build step, and the lists agree."""
+  """Every module of pipelines/ with a job command line (runner.dataset_main; besides the
+  generic ``python -m pipelines <dataset>``) has a template, a launcher script and a Cloud Build
+  step, and the lists agree."""
   found = {name[:-3] for name in os.listdir(os.path.join(REPO, "pipelines"))
-           if name.endswith(".py") and "cli.job_main(" in read(os.path.join(REPO, "pipelines",
-                                                                             name))}
+           if name.endswith(".py") and name != "__main__.py"
+           and "runner.dataset_main(" in read(os.path.join(REPO, "pipelines", name))}
   assert found == set(JOBS)
   assert tuple(pipelines.JOBS) == JOBS  # what the launcher, templates and image check use
   assert sorted(os.listdir(make_templates.TEMPLATES)) == sorted(f"{j}.json" for j in JOBS)
@@ -221,8 +222,8 @@ def test_template_metadata_is_well_formed(job):
 def test_job_flags_do_not_hide_beam_options():
   """A job flag named like a Beam option takes the option's value; only --dry_run does (the
   Cloud NL cost plan; Beam's is a test option of its runners)."""
-  from pipelines import cli  # pylint: disable=g-import-not-at-top
-  beam = {f[2:] for f in cli._flag_names(cli._beam_parser())}  # pylint: disable=protected-access
+  from pipelines import flags  # pylint: disable=g-import-not-at-top
+  beam = {f[2:] for f in flags._flag_names(flags._beam_parser())}  # pylint: disable=protected-access
   for job in JOBS:
     assert {p["name"] for p in template(job)["parameters"]} & beam <= {"dry_run"}
 
@@ -279,13 +280,13 @@ class _Built(Exception):
 
 @contextlib.contextmanager
 def dataflow_dry_run(stop: bool):
-  """``pipelines.cli.make_pipeline`` builds the job's pipeline with its Beam options plus
+  """``pipelines.runner.make_pipeline`` builds the job's pipeline with its Beam options plus
   ``dry_run`` (DataflowRunner translates the graph and returns before staging and submitting);
   yields the list that receives each ``(pipeline, result)``; ``stop``: raise _Built after the
   run, before the job would wait for the (non-existent) job."""
   import apache_beam as beam  # pylint: disable=g-import-not-at-top
   from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
-  from pipelines import cli  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
 
   runs = []
 
@@ -303,12 +304,12 @@ def dataflow_dry_run(stop: bool):
     p.run = run
     return p
 
-  real = cli.make_pipeline
-  cli.make_pipeline = make_pipeline
+  real = runner.make_pipeline
+  runner.make_pipeline = make_pipeline
   try:
     yield runs
   finally:
-    cli.make_pipeline = real
+    runner.make_pipeline = real
 
 
 def dataflow_environment(result) -> Dict:
@@ -437,7 +438,7 @@ def test_launcher_runs_a_local_job_to_completion(tmp_path, capsys, monkeypatch):
 def test_dataflow_passes_only_options_beam_defines():
   """The options Dataflow's launcher and the README give a job must be Beam options, or the
   job's strict command line refuses them."""
-  from pipelines import cli  # pylint: disable=g-import-not-at-top
+  from pipelines import flags  # pylint: disable=g-import-not-at-top
   options = ["--runner=DataflowRunner", "--project=p", "--region=r", "--job_name=j",
              "--temp_location=gs://b/t", "--staging_location=gs://b/s",
              "--template_location=gs://b/t/job_object", "--sdk_container_image=i",
@@ -449,7 +450,7 @@ def test_dataflow_passes_only_options_beam_defines():
              "--worker_zone=z", "--flexrs_goal=COST_OPTIMIZED", "--dataflow_kms_key=k",
              "--no_save_main_session"]
   parser = make_templates.job_parser("books")
-  assert cli.split_beam_args(parser, options) == options
+  assert flags.split_beam_args(parser, options) == options
 
 
 # --- Dockerfile, Cloud Build, requirements -----------------------------------------------------
@@ -646,7 +647,7 @@ def run_parameters(cmd: str) -> Dict[str, str]:
 
 @pytest.mark.parametrize("job", JOBS)
 def test_readme_runs_every_template_with_valid_parameters(job):
-  from pipelines import cli  # pylint: disable=g-import-not-at-top
+  from pipelines import flags  # pylint: disable=g-import-not-at-top
   section = readme_section()
   runs = [c for c in commands(section) if c.startswith("gcloud dataflow flex-template run")
           and f"gs://${{BUCKET}}/templates/{job}.json" in c]
@@ -658,7 +659,7 @@ def test_readme_runs_every_template_with_valid_parameters(job):
   params = run_parameters(runs[0])
   meta = {p["name"]: p for p in template(job)["parameters"]}
   parser = make_templates.job_parser(job)
-  beam = {f[2:] for f in cli._flag_names(cli._beam_parser())}  # pylint: disable=protected-access
+  beam = {f[2:] for f in flags._flag_names(flags._beam_parser())}  # pylint: disable=protected-access
   assert {n for n, p in meta.items() if not p["isOptional"]} <= set(params)
   job_args, beam_args = [], []
   for key, value in params.items():
@@ -668,15 +669,15 @@ def test_readme_runs_every_template_with_valid_parameters(job):
       assert re.search(regex, value), f"{job}: {key}={value} does not match {regex}"
     (job_args if key in meta else beam_args).append(f"--{key}={value}")
   # What the launcher would pass the job parses (booleans as the launcher turns them).
-  args, rest = cli.parse(parser, flex_launcher.translate_bools(parser, job_args) + beam_args)
-  cli.records_config(parser, args)
+  args, rest = flags.parse(parser, flex_launcher.translate_bools(parser, job_args) + beam_args)
+  flags.records_config(parser, args)
   assert rest == beam_args
 
 
 def test_readme_direct_dataflow_command_parses():
   from apache_beam.options.pipeline_options import (  # pylint: disable=g-import-not-at-top
       GoogleCloudOptions, PipelineOptions, WorkerOptions)
-  from pipelines import cli  # pylint: disable=g-import-not-at-top
+  from pipelines import flags  # pylint: disable=g-import-not-at-top
   direct = [c for c in commands(readme_section()) if c.startswith("python -m pipelines.")
             and "DataflowRunner" in c]
   assert direct
@@ -684,8 +685,8 @@ def test_readme_direct_dataflow_command_parses():
     argv = shlex.split(fill(cmd))
     job = argv[2].split(".", 1)[1]
     parser = make_templates.job_parser(job)
-    args, beam_args = cli.parse(parser, argv[3:])
-    cli.records_config(parser, args)
+    args, beam_args = flags.parse(parser, argv[3:])
+    flags.records_config(parser, args)
     options = PipelineOptions(beam_args)
     assert options.view_as(WorkerOptions).sdk_container_image == f"{IMAGE}:0123abc"
     gcp = options.view_as(GoogleCloudOptions)

@@ -10,7 +10,7 @@ errors) with three differences that a launch from a template needs:
   always has a value); they become ``--overwrite`` / ``--nooverwrite``.  Any other value is a
   usage error (exit 2) naming the flag.
 * Nothing waits for the job: in a launcher image ``--nowait`` is added (the jobs' own flag:
-  ``pipelines.cli.run_job(wait=False)``), so on a remote runner the pipeline is built and
+  ``pipelines.runner.run_job(wait=False)``), so on a remote runner the pipeline is built and
   submitted and the launcher exits, printing ``{"submitted": true, ...}`` as the last stdout line
   (Dataflow's documentation: a Flex Template program must exit after ``run()``, without
   ``wait_until_finish``).  The job writes ``manifest.json`` and ``COMPLETED`` when it succeeds;
@@ -53,7 +53,7 @@ class _BoolOption:
 
 def bool_options(parser) -> Dict[str, _BoolOption]:
   """``{option string: _BoolOption}`` for every store_true / store_false flag of ``parser``
-  (the jobs' ``--name`` / ``--noname`` pairs of ``pipelines.cli.bool_flag``)."""
+  (the jobs' ``--name`` / ``--noname`` pairs of ``pipelines.flags.bool_flag``)."""
   by_dest: Dict[str, Dict[bool, str]] = {}
   actions = [a for a in parser._actions  # pylint: disable=protected-access
              if a.nargs == 0 and isinstance(a.const, bool) and a.option_strings]
@@ -135,18 +135,18 @@ def _replaced(module, **attrs) -> Iterator[None]:
 
 def main(job: str, argv: Optional[Sequence[str]] = None) -> int:
   """Runs ``pipelines.<job>.main`` as a Flex Template launch; returns the exit status."""
-  from pipelines import JOBS, cli  # pylint: disable=g-import-not-at-top
+  from pipelines import JOBS, flags  # pylint: disable=g-import-not-at-top
   if job not in JOBS:
     raise ValueError(f"unknown job {job!r}; one of {JOBS}")
 
   module = importlib.import_module(f"pipelines.{job}")
   argv = list(sys.argv[1:] if argv is None else argv)
-  real_parse = cli.parse
+  real_parse = flags.parse
 
   def parse(parser, args=None) -> Tuple[Any, List[str]]:
     # The job's own parser is only known here: booleans need it to be translated.
     args = list(sys.argv[1:] if args is None else args)
     return real_parse(parser, with_defaults(translate_bools(parser, args)))
 
-  with _replaced(cli, parse=parse):
+  with _replaced(flags, parse=parse):
     return module.main(argv)

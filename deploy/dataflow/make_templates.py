@@ -5,7 +5,7 @@ flags.
   python deploy/dataflow/make_templates.py           # (re)write the five files
   python deploy/dataflow/make_templates.py --check   # exit 1 naming each file that differs
 
-The parser is the one ``pipelines.<job>.main`` builds (``pipelines.cli.job_main``: the shared
+The parser is the one ``pipelines.<job>.main`` builds (``pipelines.runner.job_main``: the shared
 flags plus the job's own), taken just before it parses anything.  Each visible flag is one
 parameter (``--noname`` spellings are the same parameter's ``false``); Beam's pipeline options
 are not parameters: Dataflow passes them itself (``gcloud dataflow flex-template run
@@ -49,7 +49,7 @@ def job_parser(job: str) -> argparse.ArgumentParser:
   """The parser ``pipelines.<job>.main`` builds, taken when it is about to parse."""
   if REPO not in sys.path:
     sys.path.insert(0, REPO)
-  from pipelines import cli  # pylint: disable=g-import-not-at-top
+  from pipelines import flags  # pylint: disable=g-import-not-at-top
 
   module = importlib.import_module(f"pipelines.{job}")
   captured: Dict[str, argparse.ArgumentParser] = {}
@@ -59,16 +59,16 @@ def job_parser(job: str) -> argparse.ArgumentParser:
     captured["parser"] = parser
     raise _Captured()
 
-  real = cli.parse
-  cli.parse = parse
+  real = flags.parse
+  flags.parse = parse
   try:
     module.main([])
   except _Captured:
     pass
   finally:
-    cli.parse = real
+    flags.parse = real
   if "parser" not in captured:
-    raise RuntimeError(f"pipelines.{job}.main did not build its parser through pipelines.cli")
+    raise RuntimeError(f"pipelines.{job}.main did not build its parser through pipelines.flags")
   return captured["parser"]
 
 
@@ -131,8 +131,7 @@ def parameter(parser: argparse.ArgumentParser, action: argparse.Action,
 def metadata(job: str) -> Dict[str, Any]:
   """The Flex Template metadata of ``python -m pipelines.<job>``."""
   parser = job_parser(job)
-  module = importlib.import_module(f"pipelines.{job}")
-  summary = re.sub(r"\s+", " ", (module.__doc__ or job).split("\n\n")[0]).strip()
+  summary = re.sub(r"\s+", " ", parser.description or job).strip()  # the dataset's description
   return {"name": f"readtwice-{job}",
           "description": f"{summary} (readtwice: python -m pipelines.{job})",
           "parameters": [parameter(parser, a, REQUIRED.get(job, frozenset()))

@@ -7,6 +7,7 @@ imports TensorFlow for them); paths with a URL scheme (`gs://...`, `ram://...`) 
 
 import errno
 import io
+import json
 import os
 from typing import IO, Any, Iterable, Iterator, Mapping, Optional, Tuple
 
@@ -48,6 +49,25 @@ def open_text(path: str, encoding: str = 'utf-8',
   except tf.errors.OpError as e:
     raise OSError(f'{type(e).__name__}: {e.message or path}') from e
   return io.TextIOWrapper(io.BytesIO(data), encoding=encoding, newline=newline)
+
+
+class InputError(ValueError):
+  """An input file that cannot be read or parsed; the message names the file and its role."""
+
+
+def load_json(path: str, role: str) -> Any:
+  """Reads a JSON file (`role`: what it is, 'predictions' or 'gold', for messages).
+
+  Raises:
+    InputError: The file cannot be read, or is not valid UTF-8 JSON.
+  """
+  try:
+    with open_text(path) as f:
+      return json.load(f)
+  except OSError as e:
+    raise InputError(f'cannot read {role} file {path}: {e}') from e
+  except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    raise InputError(f'{role} file {path} is not valid JSON: {e}') from e
 
 
 def write_text(path: str, text: str) -> None:

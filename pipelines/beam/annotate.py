@@ -9,7 +9,7 @@
 
 Cloud NL costs money: ``--dry_run`` runs only the reading, parsing and a plan of the requests
 (cache hits, billable units, cost at ``--price_per_1000_units``), written to
-``annotation_plan.json`` (:data:`PLAN_FILE`) and printed, without calling the API or writing
+``annotation_plan.json`` (:mod:`pipelines.beam.annotation_plan`) and printed, without calling the API or writing
 records.  ``--max_api_units N``: a first pass plans every document's units; documents are
 admitted in the order of a hash of their source id while the sum stays within N (the same on
 one machine or on many workers); the others that need a call become dead letters with reason
@@ -35,7 +35,6 @@ import collections
 import dataclasses
 import functools
 import gc
-import hashlib
 import itertools
 import re
 import threading
@@ -47,7 +46,7 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
 from schemas import entities as entities_schema
-from schemas import cli
+from pipelines.beam import annotation_plan
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.parse import failure
 from pipelines.beam.stats import STATS, BundleStats, SumStats
@@ -61,8 +60,6 @@ NAMESPACE = "readtwice.annotate"
 NER_CHOICES = ("none", "spacy", "cloud")
 LINKER_CHOICES = ("none", "alias")
 _MAX_MEMO = 1_000_000  # surface forms whose entity id a worker remembers
-PLAN_FILE = "annotation_plan.json"  # what --dry_run writes
-BUCKET_COUNT = 1 << 20  # admission order of --max_api_units: a hash of the source id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,7 +118,7 @@ class AnnotationConfig:
   @property
   def dry_run_file(self) -> Optional[str]:
     """What a dry run writes under the output dir instead of records (None: not a dry run)."""
-    return PLAN_FILE if self.dry_run else None
+    return annotation_plan.PLAN_FILE if self.dry_run else None
 
   def describe(self) -> Dict[str, Any]:
     """The manifest's config entries: ``annotate_batch_size`` (the job's own ``batch_size``
@@ -132,99 +129,6 @@ class AnnotationConfig:
       del d["cloud"]
       del d["nl_max_consecutive_failures"]
     return d
-
-
-def add_flags(group) -> None:
-  """The annotation flags of a job."""
-  d = AnnotationConfig()
-  group.add_argument("--ner", default=d.ner, choices=NER_CHOICES,
-                     help="entity mentions: spacy (offline: a blank model with an EntityRuler "
-                          "of the most linked aliases of --entities_dir) or cloud (Cloud "
-                          "Natural Language analyzeEntities, billed) (default: %(default)s)")
-  group.add_argument("--spacy_model", default=d.spacy_model,
-                     help="blank:<lang> or an installed spaCy model package name "
-                          "(default: %(default)s)")
-  group.add_argument("--linker", default=d.linker, choices=LINKER_CHOICES,
-                     help="entity ids for the mentions: alias (commonness over the alias table "
-                          "of --entities_dir) (default: %(default)s)")
-  group.add_argument("--entities_dir", default=None,
-                     help="output dir of python -m pipelines.wikipedia (entity vocabulary and "
-                          "alias table)")
-  group.add_argument("--linker_min_count", type=int, default=d.linker_min_count,
-                     help="links an (alias, entity) pair needs (default: %(default)s)")
-  group.add_argument("--linker_min_probability", type=float, default=d.linker_min_probability,
-                     help="smallest p(entity | alias) to link (default: %(default)s)")
-  group.add_argument("--ruler_patterns", type=int, default=d.ruler_patterns,
-                     help="most linked aliases used as EntityRuler patterns (default: "
-                          "%(default)s)")
-  group.add_argument("--annotate_batch_size", type=int, default=d.batch_size,
-                     help="documents per nlp.pipe call or per batch of API requests "
-                          "(default: %(default)s)")
-  c = d.cloud
-  group.add_argument("--nl_cache_dir", default=None,
-                     help="--ner cloud: directory (local or gs://) of cached API results, "
-                          "shared by runs and jobs (required with --ner cloud)")
-  group.add_argument("--nl_endpoint", default=None,
-                     help="--ner cloud: API host:port (default: the public endpoint)")
-  cli.bool_flag(group, "nl_insecure_channel", False,
-                "--ner cloud: plaintext gRPC to --nl_endpoint (local emulators and fakes)")
-  group.add_argument("--nl_requests_per_minute", type=float, default=c.requests_per_minute,
-                     help="--ner cloud: requests per minute per worker process; the project's "
-                          "quota divided by the workers (default: %(default)s)")
-  group.add_argument("--nl_threads", type=int, default=c.threads,
-                     help="--ner cloud: requests in flight per worker process "
-                          "(default: %(default)s)")
-  group.add_argument("--nl_timeout_s", type=float, default=c.timeout_s,
-                     help="--ner cloud: deadline of one request (default: %(default)s)")
-  group.add_argument("--nl_max_attempts", type=int, default=c.max_attempts,
-                     help="--ner cloud: calls per request at most (retries on 429, 503 and "
-                          "deadlines, with exponential backoff) (default: %(default)s)")
-  group.add_argument("--nl_initial_backoff_s", type=float, default=c.initial_backoff_s,
-                     help="--ner cloud: wait before the first retry, doubled for each next "
-                          "one, with jitter (default: %(default)s)")
-  group.add_argument("--nl_max_backoff_s", type=float, default=c.max_backoff_s,
-                     help="--ner cloud: longest wait between retries (default: %(default)s)")
-  group.add_argument("--nl_max_request_chars", type=int, default=c.max_request_chars,
-                     help="--ner cloud: longer texts are split into requests of at most this "
-                          "many characters (default: %(default)s)")
-  group.add_argument("--nl_mention_types", default=",".join(c.mention_types),
-                     help="--ner cloud: mention types kept, from PROPER,COMMON "
-                          "(default: %(default)s)")
-  group.add_argument("--nl_max_consecutive_failures", type=int,
-                     default=d.nl_max_consecutive_failures,
-                     help="--ner cloud: stop the job (exit 1) when this many texts in a row "
-                          "fail for want of the service (UNAVAILABLE, deadlines, 5xx or "
-                          "connection errors, after the retries): an outage, not bad texts; "
-                          "0 never stops (default: %(default)s)")
-  group.add_argument("--nl_language", default=c.language,
-                     help="--ner cloud: ISO-639-1 language hint (default: detected)")
-  cli.bool_flag(group, "dry_run", False,
-                "--ner cloud: only plan the API requests (units, cache hits, cost) and write "
-                f"{PLAN_FILE}; no call, no records")
-  group.add_argument("--max_api_units", type=int, default=d.max_api_units,
-                     help="--ner cloud: billable units this run may spend; documents beyond "
-                          "become dead letters with reason budget (default: 0, no limit)")
-  group.add_argument("--price_per_1000_units", type=float, default=d.price_per_1000_units,
-                     help="--ner cloud: price of 1,000 units for the cost estimate (check the "
-                          "current price list) (default: %(default)s)")
-
-
-def config_from_args(args) -> AnnotationConfig:
-  cloud = CloudConfig(
-      cache_dir=args.nl_cache_dir, endpoint=args.nl_endpoint,
-      insecure_channel=args.nl_insecure_channel, requests_per_minute=args.nl_requests_per_minute,
-      threads=args.nl_threads, timeout_s=args.nl_timeout_s, max_attempts=args.nl_max_attempts,
-      initial_backoff_s=args.nl_initial_backoff_s, max_backoff_s=args.nl_max_backoff_s,
-      max_request_chars=args.nl_max_request_chars,
-      mention_types=tuple(t.strip().upper() for t in args.nl_mention_types.split(",")
-                          if t.strip()), language=args.nl_language)
-  return AnnotationConfig(ner=args.ner, spacy_model=args.spacy_model, linker=args.linker,
-                          entities_dir=args.entities_dir, linker_min_count=args.linker_min_count,
-                          linker_min_probability=args.linker_min_probability,
-                          ruler_patterns=args.ruler_patterns, batch_size=args.annotate_batch_size,
-                          cloud=cloud, dry_run=args.dry_run, max_api_units=args.max_api_units,
-                          price_per_1000_units=args.price_per_1000_units,
-                          nl_max_consecutive_failures=args.nl_max_consecutive_failures)
 
 
 class _Annotators:
@@ -382,7 +286,7 @@ class _AnnotateFn(beam.DoFn):
     self._stats = BundleStats()
     self._last: Tuple[Optional[str], Any] = (None, None)  # the last text and its spans
 
-  def process(self, batch: List[Document], budget: Optional["Budget"] = None):
+  def process(self, batch: List[Document], budget: Optional[annotation_plan.Budget] = None):
     # The outputs are made before any is yielded, so that ``annotate/busy_ms`` (this stage's
     # own time, for benchmarks/ner_throughput.py) excludes the stages fused after it.
     start, cpu_start = time.perf_counter(), time.thread_time()
@@ -398,7 +302,7 @@ class _AnnotateFn(beam.DoFn):
     if self._annotators.cloud:
       counts: Dict[str, int] = {}
       admit = (None if budget is None else
-               [budget.admits(_budget_key(firsts[t])) for t in texts])
+               [budget.admits(annotation_plan.budget_key(firsts[t])) for t in texts])
       annotate = functools.partial(annotate, admit=admit, stats=counts)
     outage = self._annotators.outage
     try:
@@ -506,99 +410,6 @@ class _AnnotateFn(beam.DoFn):
       annotators.backend.cache.flush()
 
 
-def _budget_key(doc: Document) -> str:
-  """What --max_api_units admits: a source document (all documents reading its text)."""
-  return doc.source_document_id or doc.source_id
-
-
-def budget_bucket(source_id: str) -> int:
-  """Where a document stands in the admission order of ``--max_api_units``."""
-  digest = hashlib.sha256(source_id.encode("utf-8", "surrogatepass")).digest()
-  return int.from_bytes(digest[:8], "little") % BUCKET_COUNT
-
-
-@dataclasses.dataclass(frozen=True)
-class Budget:
-  """Which documents may call the API: those whose :func:`budget_bucket` is below ``cutoff``.
-
-  ``planned_units``: what every document would cost; ``admitted_units``: what the admitted
-  ones cost (<= the budget)."""
-  cutoff: int
-  planned_units: int
-  admitted_units: int
-
-  def admits(self, source_id: str) -> bool:
-    return budget_bucket(source_id) < self.cutoff
-
-
-class BudgetCutoff(beam.CombineFn):
-  """(bucket, units) of the documents that need calls -> the :class:`Budget` of ``limit``:
-  buckets are admitted in order while the units stay within the limit (a document that alone
-  exceeds the limit stops the admission there)."""
-
-  def __init__(self, limit: int):
-    self._limit = limit
-
-  def create_accumulator(self) -> Dict[int, int]:
-    return {}
-
-  def add_input(self, acc: Dict[int, int], element) -> Dict[int, int]:
-    bucket, cost = element
-    acc[bucket] = acc.get(bucket, 0) + cost
-    return acc
-
-  def merge_accumulators(self, accs) -> Dict[int, int]:
-    out: Dict[int, int] = {}
-    for acc in accs:
-      for bucket, cost in acc.items():
-        out[bucket] = out.get(bucket, 0) + cost
-    return out
-
-  def extract_output(self, acc: Dict[int, int]) -> Budget:
-    total = sum(acc.values())
-    spent = 0
-    cutoff = BUCKET_COUNT
-    for bucket in sorted(acc):
-      if spent + acc[bucket] > self._limit:
-        cutoff = bucket
-        break
-      spent += acc[bucket]
-    return Budget(cutoff, total, spent)
-
-
-class _PlanFn(beam.DoFn):
-  """Document -> (bucket, billable units) when it needs calls, and plan stats: what the Cloud
-  NL backend would send (no call is made)."""
-
-  def __init__(self, config: AnnotationConfig, handle: shared.Shared):
-    self._config = config
-    self._handle = handle
-
-  def setup(self):
-    self._annotators = self._handle.acquire(lambda: _Annotators(self._config))
-
-  def start_bundle(self):
-    self._stats = BundleStats()
-    self._last_text: Optional[str] = None
-
-  def process(self, doc: Document):
-    if doc.text is self._last_text:  # another question of the same story: planned already
-      return
-    self._last_text = doc.text
-    plan = self._annotators.backend.plan(doc.text)
-    self._stats.count("annotate/planned_documents")
-    self._stats.count("annotate/planned_requests", plan.requests)
-    self._stats.count("annotate/planned_cache_hits", plan.cached)
-    self._stats.count("annotate/planned_units", plan.units)
-    self._stats.count("annotate/planned_characters", plan.characters)
-    if plan.units:
-      self._stats.count("annotate/planned_documents_calling")
-      yield budget_bucket(_budget_key(doc)), plan.units
-
-  def finish_bundle(self):
-    yield from self._stats.emit()
-
-
 class AnnotateDocuments(beam.PTransform):
   """Documents -> Documents with entity mentions; outputs ``dead_letter`` and ``stats``.
 
@@ -614,18 +425,19 @@ class AnnotateDocuments(beam.PTransform):
     return self._config.dry_run
 
   def _plan(self, docs: beam.PCollection):
-    planned = docs | "Plan" >> beam.ParDo(_PlanFn(self._config, self._handle)).with_outputs(
+    planned = docs | "Plan" >> beam.ParDo(annotation_plan.PlanFn(
+        self._handle, functools.partial(_Annotators, self._config))).with_outputs(
         STATS, main="costs")
     budget = planned.costs | "Budget" >> beam.CombineGlobally(
-        BudgetCutoff(self._config.max_api_units or (1 << 62)))
+        annotation_plan.BudgetCutoff(self._config.max_api_units or (1 << 62)))
     return budget, planned[STATS]
 
   def plan(self, docs: beam.PCollection) -> beam.PCollection:
     """Documents -> one dict: the requests, cache hits, billable units and cost of annotating
-    them (:func:`plan_report`)."""
+    them (:func:`pipelines.beam.annotation_plan.plan_report`)."""
     budget, stats = self._plan(docs)
     summed = stats | "SumPlanStats" >> beam.CombineGlobally(SumStats())
-    return summed | "PlanReport" >> beam.Map(plan_report, self._config,
+    return summed | "PlanReport" >> beam.Map(annotation_plan.plan_report, self._config,
                                              beam.pvalue.AsSingleton(budget))
 
   def write_plan(self, docs: beam.PCollection, input_count: beam.PCollection,
@@ -634,7 +446,7 @@ class AnnotateDocuments(beam.PTransform):
     ints to sum) written to ``<output_dir>/annotation_plan.json``; outputs the report.
     ``release_claim``: the token of the output dir's claim, released then (``--nowait``)."""
     total = input_count | "SumInput" >> beam.CombineGlobally(sum)
-    return self.plan(docs) | "WritePlan" >> beam.Map(_write_plan, output_dir,
+    return self.plan(docs) | "WritePlan" >> beam.Map(annotation_plan.write_plan, output_dir,
                                                     beam.pvalue.AsSingleton(total),
                                                     release_claim)
 
@@ -653,36 +465,3 @@ class AnnotateDocuments(beam.PTransform):
     all_stats = (tuple(stats) | "FlattenAnnotateStats" >> beam.Flatten()) if len(stats) > 1 \
         else out[STATS]
     return {"documents": out.documents, DEAD_LETTER: out[DEAD_LETTER], STATS: all_stats}
-
-
-def plan_report(stats: Dict[str, Any], config: AnnotationConfig,
-                budget: Budget) -> Dict[str, Any]:
-  """The dry run's report: documents, requests, cache hits, billable units and their cost."""
-  def get(name):
-    return int(stats.get(f"annotate/planned_{name}", 0))
-
-  units = get("units")
-  report = {"dry_run": True, "documents": get("documents"), "requests": get("requests"),
-            "cache_hits": get("cache_hits"), "documents_calling": get("documents_calling"),
-            "billable_units": units, "characters": get("characters"),
-            "price_per_1000_units": config.price_per_1000_units,
-            "estimated_cost": round(units / 1000 * config.price_per_1000_units, 4),
-            "cache_dir": config.cloud.cache_dir}
-  if config.max_api_units:
-    report.update(max_api_units=config.max_api_units, units_within_budget=budget.admitted_units)
-  return report
-
-
-
-def _write_plan(report: Dict[str, Any], output_dir: str, input_count: int,
-                release_claim: Optional[str] = None) -> Dict[str, Any]:
-  import json  # pylint: disable=g-import-not-at-top
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
-  from pipelines.beam.writer import write_atomically  # pylint: disable=g-import-not-at-top
-  report = dict(report, input=input_count)
-  write_atomically(FileSystems.join(output_dir, PLAN_FILE),
-                   [(json.dumps(report, indent=1, sort_keys=True) + "\n").encode("utf-8")])
-  if release_claim:
-    from pipelines.beam import claim  # pylint: disable=g-import-not-at-top
-    claim.release_token(output_dir, release_claim)
-  return report

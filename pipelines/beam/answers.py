@@ -66,7 +66,7 @@ class LabelAnswers(beam.PTransform):
   """Documents -> the same documents with ``question.answer_spans`` (span questions only).
 
   ``search``: how answers are found (default :func:`find_answer_spans`; TriviaQA:
-  :func:`pipelines.text.triviaqa_answers.find_alias_spans`, every alias after the official
+  :func:`pipelines.datasets.triviaqa.answers.find_alias_spans`, every alias after the official
   normalisation).  A question whose answer occurs nowhere is kept and counted.
   Outputs: main (Document), ``stats`` (``answers/exact|normalised|not_found`` and the
   ``answers_per_question`` distribution), ``dead_letter`` (stage ``answers``).
@@ -78,4 +78,33 @@ class LabelAnswers(beam.PTransform):
 
   def expand(self, docs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
     return docs | "AnswerSearch" >> beam.ParDo(_AnswerSearchFn(self._search)).with_outputs(
+        DEAD_LETTER, STATS, main="documents")
+
+
+class _GivenSpansFn(beam.DoFn):
+
+  def start_bundle(self):
+    self._stats = BundleStats()
+
+  def process(self, doc: Document):
+    self._stats.count("answers/input")
+    q = doc.question
+    if q is not None and q.answer_type == records.ANSWER_TYPE_SPAN:
+      self._stats.count("answers/labelled" if q.answer_spans else "answers/not_found")
+      self._stats.observe("answers/answers_per_question", len(q.answer_spans))
+    self._stats.count("answers/output")
+    yield doc
+
+  def finish_bundle(self):
+    yield from self._stats.emit()
+
+
+class GivenAnswerSpans(beam.PTransform):
+  """The labelling stage of a dataset whose reader already set ``question.answer_spans``
+  (e.g. ``jsonl_qa``, whose answers may be character spans): documents pass unchanged, counted
+  (``answers/labelled``, ``answers/not_found`` and the ``answers_per_question`` distribution).
+  Outputs as :class:`LabelAnswers`'s (the ``dead_letter`` output stays empty)."""
+
+  def expand(self, docs: beam.PCollection) -> beam.pvalue.DoOutputsTuple:
+    return docs | "GivenSpans" >> beam.ParDo(_GivenSpansFn()).with_outputs(
         DEAD_LETTER, STATS, main="documents")

@@ -19,9 +19,9 @@ from apache_beam.metrics import Metrics
 
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.progress import Progress
-from pipelines.beam.read import (INPUT_COUNT, RECORDS, is_decompression_error,
-                                 raise_if_truncated)
+from pipelines.beam.read import INPUT_COUNT, RECORDS
 from pipelines.beam.stats import STATS
+from pipelines.sources.byte_stream import is_decompression_error, raise_if_truncated
 
 NAMESPACE = "readtwice.read"
 DEFAULT_MAX_BYTES = 256 << 20

@@ -24,7 +24,7 @@ Cleaning rules (what :func:`clean` keeps and drops):
   A namespace prefix is any name in the :class:`Namespaces` table (case-insensitive, ``_`` as
   space); for a dump the table holds its ``<siteinfo>`` names (bgwiki ``Файл``, ``Категория``)
   plus MediaWiki's canonical English names and built-in aliases (``File``, ``Image``,
-  ``Category``, ``Project``; :meth:`pipelines.readers.wikipedia.SiteInfo.link_names`).
+  ``Category``, ``Project``; :meth:`pipelines.datasets.wikipedia.reader.SiteInfo.link_names`).
 * Templates, parser functions and template arguments (``{{{1}}}``) are removed; the normalised
   names of the templates the walk meets (lower case, ``_`` -> space, ``Template:`` or another
   namespace-10 name of the table (``Шаблон:``) dropped; for ``{{NAME:arg}}`` magic words the

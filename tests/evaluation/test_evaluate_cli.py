@@ -63,3 +63,19 @@ def test_narrativeqa_without_meteor_and_option_checks(tmp_path):
   bad = _cli("--task", "hotpotqa", "--protocol", "raw", "--predictions", str(preds),
              "--gold", str(gold))
   assert bad.returncode == 2 and "only applies to --task narrativeqa" in bad.stderr
+
+
+def test_extractive_qa_from_json_lines(tmp_path):
+  (tmp_path / "ctx.txt").write_text("The mill was built by Jonas Hale.", encoding="utf-8")
+  gold = tmp_path / "data.jsonl"
+  gold.write_text(json.dumps({"id": "a", "question": "Who built the mill?",
+                              "context_file": "ctx.txt", "answers": [{"start": 22, "end": 32}]})
+                  + "\n", encoding="utf-8")
+  preds = tmp_path / "p.json"
+  preds.write_text(json.dumps({"a": "Hale"}))
+  out = _cli("--task", "extractive_qa", "--predictions", str(preds), "--gold", str(gold))
+  assert out.returncode == 0, out.stderr
+  m = json.loads(out.stdout.strip().splitlines()[-1])
+  # "hale" vs "jonas hale": P = 1, R = 1/2, F1 = 2/3.
+  assert (m["exact_match"], m["n_gold"], m["n_missing"]) == (0.0, 1, 0)
+  assert abs(m["f1"] - 100 * 2 / 3) < 1e-9

@@ -3,7 +3,7 @@
 
 import pytest
 
-from model.evaluation import common, hotpotqa, narrativeqa, triviaqa
+from model.evaluation import common, hotpotqa, narrativeqa, squad, triviaqa
 
 
 def _without_count(metrics):
@@ -12,7 +12,7 @@ def _without_count(metrics):
 
 def test_the_key_is_triviaqas():
   assert common.IGNORED_KEY == 'n_ignored'
-  for module in (hotpotqa, triviaqa, narrativeqa):
+  for module in (hotpotqa, triviaqa, narrativeqa, squad):
     assert common.IGNORED_KEY in module.COUNT_KEYS
 
 
@@ -62,3 +62,13 @@ def test_narrativeqa_counts_unknown_keys():
   assert (base[common.IGNORED_KEY], metrics[common.IGNORED_KEY]) == (0, 2)
   assert _without_count(metrics) == _without_count(base)
   assert metrics['rouge_l'] == 1.0
+
+
+def test_squad_counts_unknown_ids():
+  gold = {'q1': ['Paris'], 'q2': []}
+  base = squad.evaluate({'q1': 'Paris'}, gold)
+  # 'q2' is in the gold (without answers, so unscored): not ignored.
+  metrics = squad.evaluate({'q1': 'Paris', 'q2': 'x', 'zz': 'Paris'}, gold)
+  assert (base[common.IGNORED_KEY], metrics[common.IGNORED_KEY]) == (0, 1)
+  assert _without_count(metrics) == _without_count(base)
+  assert metrics['exact_match'] == 100.0

@@ -1,7 +1,7 @@
 """Small, deterministic inputs of the golden-output test (``test_job_outputs``), one builder per
 job.  Everything is seeded or fixed: the same bytes on every call, in any directory.
 
-They reuse the demo generators (``demo.synthetic_hotpotqa``, ``demo.synthetic_wikipedia``) and
+They reuse the generators (``synthetic.hotpotqa``, ``synthetic.wikipedia``) and
 the hand-made fixtures of ``tests/pipelines`` (edge cases: missing evidence, bad records, CSV
 quirks, BOM/CRLF/Latin-1 stories), so a change to one of those changes the golden fingerprints
 too: regenerate them then (see the test module's docstring).
@@ -15,12 +15,12 @@ import os
 import random
 from typing import List
 
-from demo import synthetic_hotpotqa as synth_hotpot
-from demo import synthetic_wikipedia as synth_wiki
-from tests.pipelines import test_books_pipeline as books_fixture
-from tests.pipelines import test_hotpotqa_pipeline as hotpot_fixture
-from tests.pipelines import test_narrativeqa_pipeline as narrative_fixture
-from tests.pipelines import test_triviaqa_pipeline as trivia_fixture
+from synthetic import hotpotqa as synth_hotpot
+from synthetic import wikipedia as synth_wiki
+from tests.pipelines.datasets.books import test_dataset as books_fixture
+from tests.pipelines.datasets.hotpotqa import test_dataset as hotpot_fixture
+from tests.pipelines.datasets.narrativeqa import test_dataset as narrative_fixture
+from tests.pipelines.datasets.triviaqa import test_dataset as trivia_fixture
 from tests.pipelines.helpers import write_json
 
 # The Wikipedia dump: generated pages (articles, redirects, disambiguation, other namespaces)
@@ -53,7 +53,7 @@ def wiki_pages() -> list:
 
 
 def _hand_pages():
-  from tests.pipelines.test_wikipedia_pipeline import PAGES  # pylint: disable=g-import-not-at-top
+  from tests.pipelines.datasets.wikipedia.test_dataset import PAGES  # pylint: disable=g-import-not-at-top
   # Page ids of the generated pages are 10, 13, 16, ...: move the hand-made ones out of the way.
   for spec in PAGES:
     yield synth_wiki.PageSpec(spec.title, spec.text, namespace=spec.namespace,

@@ -15,7 +15,7 @@ import pytest
 from model import configs, predict, train
 from model import input as input_lib
 from pipelines import hotpotqa
-from pipelines import inspect as insp
+from pipelines.inspector import decoder, record_io, text_view
 from schemas import documents as documents_schema
 from schemas import tfrecord_io
 from tests.pipelines.helpers import PARIS, SMALL, hotpot_record, write_json
@@ -86,11 +86,11 @@ def test_tf_data_reader_reads_gzip_like_uncompressed(runs):
 def test_inspector_renders_gzip_like_uncompressed(runs):
   texts = {}
   for name in ("none", "gzip"):
-    paths = insp.match_paths(os.path.join(runs[name], "records-*"))
-    manifest = insp.read_manifest(paths)
-    tokenizer = insp.build_tokenizer(manifest)
-    recs = insp.load_records(paths, manifest=manifest)
-    text = insp.render_text(recs, tokenizer, manifest, paths=paths)
+    paths = record_io.match_paths(os.path.join(runs[name], "records-*"))
+    manifest = record_io.read_manifest(paths)
+    tokenizer = decoder.build_tokenizer(manifest)
+    recs = record_io.load_records(paths, manifest=manifest)
+    text = text_view.render_text(recs, tokenizer, manifest, paths=paths)
     texts[name] = text.replace(runs[name], "OUT").replace(".tfrecord.gz", ".tfrecord")
   assert "=== pack" in texts["gzip"] and "[Q: Which city hosts the Louvre?]" in texts["gzip"]
   assert texts["gzip"] == texts["none"]

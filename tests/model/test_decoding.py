@@ -9,6 +9,9 @@ Two packs (built with the record helpers of :mod:`tests.model.packs`) hold four 
   too long (excluded); the second document (later pack) holds the higher-scoring span.
 * ``q3`` -- a text with non-ASCII and non-BMP characters; the span maps through char offsets.
 * ``q4`` -- answer-type logits averaged over two packs say "yes".
+
+The tests of the tasks' prediction formats (``tests/model/tasks/``) read the same decoder
+(:func:`_decoder`).
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ import numpy as np
 import pytest
 
 from model import decoding
-from model.evaluation import hotpotqa, narrativeqa, triviaqa
+from model import tasks
 from schemas import records
 from tests.model import packs
+
+HOTPOTQA, TRIVIAQA = tasks.get("hotpotqa"), tasks.get("triviaqa")
 
 S, Q, C, P = (records.TOKEN_KIND_SPECIAL, records.TOKEN_KIND_QUESTION,
               records.TOKEN_KIND_CONTEXT, records.TOKEN_KIND_PAD)
@@ -139,10 +144,10 @@ def test_span_candidates_all_valid_pairs():
 
 def test_max_and_sum_reductions_pick_different_answers():
   assert math.log(math.exp(9.5) + math.exp(9.4) + math.exp(9.3)) > 10.0
-  assert decoding.hotpotqa_predictions(_decoder("max"))["answer"]["q1"] == "London"
-  assert decoding.hotpotqa_predictions(_decoder("sum"))["answer"]["q1"] == "Paris"
-  assert decoding.triviaqa_predictions(_decoder("max"))["q1"] == "London"
-  assert decoding.triviaqa_predictions(_decoder("sum"))["q1"] == "Paris"
+  assert HOTPOTQA.predictions(_decoder("max"))["answer"]["q1"] == "London"
+  assert HOTPOTQA.predictions(_decoder("sum"))["answer"]["q1"] == "Paris"
+  assert TRIVIAQA.predictions(_decoder("max"))["q1"] == "London"
+  assert TRIVIAQA.predictions(_decoder("sum"))["q1"] == "Paris"
 
 
 def test_sum_groups_by_normalised_text():
@@ -179,16 +184,17 @@ def test_unicode_maps_exactly_through_offsets():
   assert c.text == "東京 café" == TEXT3[c.char_begin:c.char_end]
   assert (c.char_begin, c.char_end) == (TEXT3.index("東京"), TEXT3.index("café") + 4)
   assert c.char_begin == 16  # code points (the non-BMP emoji counts once)
-  assert decoding.hotpotqa_predictions(dec)["answer"]["q3"] == "東京 café"
+  assert HOTPOTQA.predictions(dec)["answer"]["q3"] == "東京 café"
 
 
 def test_yes_no_from_answer_type_head():
   dec = _decoder()
   # Mean of [2, 0, 0] (pack 0) and [0, 4, 0] (pack 1) -> [1, 2, 0]: "yes".
   assert dec.questions["q4"].answer_type() == records.ANSWER_TYPE_YES
-  assert decoding.hotpotqa_predictions(dec)["answer"]["q4"] == "yes"
+  assert dec.answer_type("q4") == records.ANSWER_TYPE_YES
+  assert HOTPOTQA.predictions(dec)["answer"]["q4"] == "yes"
   # TriviaQA / NarrativeQA answers are always spans.
-  assert decoding.triviaqa_predictions(dec)["q4"] in TEXT4
+  assert TRIVIAQA.predictions(dec)["q4"] in TEXT4
   # The paper's mode: the type of the best (segment, type) pair, [2, 0, 0] vs [0, 4, 0]: yes
   # too; and a case where the two modes differ: mean [1.5, 1, 1] -> span, best pair 3 -> no.
   assert dec.questions["q4"].answer_type("paper") == records.ANSWER_TYPE_YES
@@ -203,7 +209,7 @@ def test_yes_no_from_answer_type_head():
 
 def test_supporting_facts_paragraph_level():
   dec = _decoder()
-  sp = decoding.hotpotqa_predictions(dec)["sp"]
+  sp = HOTPOTQA.predictions(dec)["sp"]
   # Only q1's first segment (context "Paris is big. Then") is supporting: it overlaps paragraphs
   # A and B (partly), so all sentences of A and B are predicted, none of C.
   assert sp["q1"] == [["A", 0], ["B", 0], ["B", 1]]
@@ -217,7 +223,7 @@ def test_supporting_facts_sentence_hook():
       return [(TEXT1.index("Then"), TEXT1.index("Then") + 4, 0.9)]
     return []
   dec = _decoder(supporting_evidence_fn=evidence, sp_granularity="sentence")
-  assert decoding.hotpotqa_predictions(dec)["sp"]["q1"] == [["B", 0]]
+  assert HOTPOTQA.predictions(dec)["sp"]["q1"] == [["B", 0]]
   doc = _documents()[D1]
   assert decoding.supporting_facts(doc, [(0, 3)], "paragraph") == [["A", 0]]
   assert decoding.supporting_facts(doc, [(40, 42)], "sentence") == [["B", 1]]
@@ -225,44 +231,9 @@ def test_supporting_facts_sentence_hook():
     decoding.Decoder({}, sp_granularity="token")
 
 
-def test_output_formats_keys_and_official_checks():
-  dec = _decoder("sum")
-  hp = decoding.hotpotqa_predictions(dec)
-  assert set(hp) == {"answer", "sp"}
-  assert list(hp["answer"]) == list(hp["sp"]) == ["q1", "q2", "q3", "q4"]
-  assert hp["answer"] == {"q1": "Paris", "q2": "Theta Iota", "q3": "東京 café", "q4": "yes"}
-  hotpotqa.check_predictions(hp)
-
-  tq = decoding.triviaqa_predictions(dec)
-  assert set(tq) == {"q1", "q2", "q3", "q4"}
-  triviaqa.check_predictions(tq)
-  tq_doc = decoding.triviaqa_predictions(dec, per_document=True)
-  assert set(tq_doc) == {D1, D2A, D2B, D3, D4}
-  assert all(k.split("--")[0] in tq for k in tq_doc)  # "<QuestionId>--<Filename>"
-  assert tq_doc[D2A] == "Gamma Delta" and tq_doc[D2B] == "Theta Iota" and tq_doc[D1] == "Paris"
-  triviaqa.check_predictions(tq_doc)
-
-  nq = decoding.narrativeqa_predictions(dec)
-  assert set(nq) == {f"{D1}: Which city?", f"{D2A}: Which letters?", f"{D2B}: Which letters?",
-                     f"{D3}: Wo liegt 東京?", f"{D4}: Is it?"}
-  assert nq[narrativeqa.prediction_key(D3, "Wo liegt 東京?")] == "東京 café"
-  assert nq[f"{D2A}: Which letters?"] == nq[f"{D2B}: Which letters?"] == "Theta Iota"
-  narrativeqa.check_predictions(nq)
-
-  assert decoding.task_predictions(dec, "narrativeqa") == nq
-  assert decoding.task_predictions(dec, "triviaqa", per_document=True) == tq_doc
-  with pytest.raises(ValueError):
-    decoding.task_predictions(dec, "hotpotqa", per_document=True)
-  with pytest.raises(ValueError):
+def test_unknown_reduction():
+  with pytest.raises(ValueError, match="reduction"):
     decoding.Decoder({}, reduction="mean")
-
-
-def test_official_evaluation_accepts_predictions():
-  dec = _decoder("max")
-  hp = decoding.hotpotqa_predictions(dec)
-  gold = [{"_id": "q1", "answer": "London", "supporting_facts": [["A", 0], ["B", 0], ["B", 1]]}]
-  metrics = hotpotqa.evaluate(hp, gold)
-  assert metrics["em"] == 1.0 and metrics["sp_em"] == 1.0
 
 
 # --- snapping to whole words ---------------------------------------------------------------
@@ -318,7 +289,7 @@ def _answers(pack_kwargs, **decoder_kwargs):
   for snap in (False, True):
     dec = _bpe_decoder(snap_to_words=snap, **decoder_kwargs)
     dec.add_pack(*_bpe_pack(**pack_kwargs))
-    got.append(decoding.hotpotqa_predictions(dec)["answer"]["qb"])
+    got.append(HOTPOTQA.predictions(dec)["answer"]["qb"])
   return tuple(got)
 
 

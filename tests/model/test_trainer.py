@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, finetune, pretrain, trainer
+from model import configs, finetune, objectives, pretrain, strategies, trainer, training_data
 from tests.model import packs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,9 +23,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture(scope="module")
 def wiki_records(tmp_path_factory):
   """The Wikipedia job's records of the small synthetic dump: link mentions with ids."""
-  from demo import synthetic_wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
   from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
-  from tests.pipelines.test_wikipedia_pipeline import SMALL  # pylint: disable=g-import-not-at-top
+  from tests.pipelines.datasets.wikipedia.test_dataset import SMALL  # pylint: disable=g-import-not-at-top
   tmp = tmp_path_factory.mktemp("wiki")
   dump = str(tmp / "pages-articles.xml.bz2")
   synth.write_dump(synth.generate_pages(24, seed=1, words_per_page=120), dump)
@@ -82,14 +82,14 @@ def test_pretrain_cli_learns_masked_lm_and_writes_checkpoints(wiki_records, tmp_
 
 def test_mlm_evaluation_counts_are_a_hand_computation(wiki_records):
   """Held-out metrics equal NumPy over the model's own logits on the same fixed masks."""
-  mc = trainer.config_from_manifest(trainer.read_manifests([wiki_records])[0], "tiny_e")
-  task = trainer.PretrainTask(mc, trainer.masking_config(
-      trainer.read_manifests([wiki_records])[0]))
+  mc = configs.config_from_manifest(training_data.read_manifests([wiki_records])[0], "tiny_e")
+  task = objectives.PretrainTask(mc, objectives.masking_config(
+      training_data.read_manifests([wiki_records])[0]))
   from model import readtwice  # pylint: disable=g-import-not-at-top
   tf.keras.utils.set_random_seed(0)
   model = readtwice.build_model(mc, 64, 8)
   got = pretrain.mlm_evaluation(model, [wiki_records], task)
-  ds = trainer.records_dataset([wiki_records], trainer.read_manifests([wiki_records]),
+  ds = training_data.records_dataset([wiki_records], training_data.read_manifests([wiki_records]),
                                shuffle=False, repeat=False, seed=0,
                                max_mentions=task.max_mentions)
   tokens = correct = ent = ent_correct = 0.0
@@ -147,7 +147,7 @@ def test_finetune_early_stopping(tmp_path, capsys):
 def test_finetune_on_hotpotqa_pipeline_output(tmp_path, capsys):
   """The user's path: official-format files -> the HotpotQA job -> model.finetune with dev
   evaluation against the official dev file -> model.predict on the best model."""
-  from demo import synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+  from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
   from pipelines import hotpotqa  # pylint: disable=g-import-not-at-top
   dirs = {}
   for split, n, seed in (("train", 24, 0), ("dev", 8, 1)):
@@ -240,16 +240,16 @@ def test_killed_run_resumes_with_the_same_batches(wiki_records, tmp_path, capsys
 
 def _mirrored_vs_one_device(kind, records, work_dir):
   """The logs of the same run on one device and on 2 replicas (the body of the test below)."""
-  manifest = trainer.read_manifests([records])[0]
-  mc = trainer.config_from_manifest(manifest, "tiny_e" if kind == "pretrain" else "tiny")
+  manifest = training_data.read_manifests([records])[0]
+  mc = configs.config_from_manifest(manifest, "tiny_e" if kind == "pretrain" else "tiny")
   tc = configs.TrainConfig(learning_rate=3e-3, steps=4, seed=3, clipnorm=0.05)  # clipping on
-  task = (trainer.PretrainTask(mc, trainer.masking_config(manifest)) if kind == "pretrain"
-          else trainer.FinetuneTask(mc))
+  task = (objectives.PretrainTask(mc, objectives.masking_config(manifest)) if kind == "pretrain"
+          else objectives.FinetuneTask(mc))
   logs = {}
   for name in ("cpu", "mirrored"):
     logged = []
     t = trainer.Trainer(task, [records], os.path.join(work_dir, name), mc, tc,
-                        strategy=trainer.make_strategy(name), log_fn=logged.append,
+                        strategy=strategies.make_strategy(name), log_fn=logged.append,
                         log_batches=True)
     t.run()
     logs[name] = {"replicas": t.strategy.num_replicas_in_sync, "logs": logged}

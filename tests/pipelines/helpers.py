@@ -94,3 +94,27 @@ def record_mentions(output_dir: str, entities_dir: str) -> List:
       text = docs[r["document_id"][s].decode()]["text"]
       found.append((text[r["char_begin"][s * L + b]:r["char_end"][s * L + e]], vocab.get(ent)))
   return sorted(found)
+
+
+# A one-paragraph HotpotQA context, for the job command-line tests (test_flags, test_runner).
+PARAS = [["Paris", ["Paris is the capital of France.", " It hosts the Louvre."]]]
+
+
+def run_main(argv, capsys):
+  """(exit status, stdout, stderr) of ``python -m pipelines.hotpotqa`` run in-process."""
+  from pipelines import hotpotqa  # pylint: disable=g-import-not-at-top
+  try:
+    code = hotpotqa.main(argv)
+  except SystemExit as e:
+    code = e.code
+  out, err = capsys.readouterr()
+  return code, out, err
+
+
+def one_error_line(err: str) -> str:
+  """The one line of ``err``, checked to be the HotpotQA job's error line (no traceback)."""
+  lines = [l for l in err.splitlines() if l.strip()]
+  assert len(lines) == 1, err
+  assert lines[0].startswith("python -m pipelines.hotpotqa: error: "), err
+  assert "Traceback" not in err
+  return lines[0]

@@ -6,9 +6,10 @@ import os
 
 from schemas import entities as entities_schema
 from schemas import manifest as manifest_schema
-from pipelines import books, hotpotqa, inspect
+from pipelines import books, hotpotqa
+from pipelines.inspector import cli as inspector_cli
 from tests.pipelines.helpers import hotpot_record, record_mentions, write_json
-from tests.pipelines.test_wikipedia_pipeline import SMALL
+from tests.pipelines.datasets.wikipedia.test_dataset import SMALL
 
 
 FLAGS = ["--ner", "spacy", "--linker", "alias", "--linker_min_count", "1"]
@@ -46,7 +47,7 @@ def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir, capsys):
   summary = json.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   assert summary["stages"]["annotate"]["linked"] == len(found)
   # The inspector names the entities, from the vocabulary of the job's --entities_dir.
-  assert inspect.main(["--records_dir", out]) == 0
+  assert inspector_cli.main(["--records_dir", out]) == 0
   shown = capsys.readouterr().out
   ids = {t: i for i, t in entities_schema.titles_by_id(entities_schema.read_vocabulary(
       os.path.join(entities_dir, "entities", "vocabulary.parquet"))).items()}

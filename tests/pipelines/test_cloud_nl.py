@@ -16,7 +16,7 @@ from pipelines.entities.cloud_nl import CloudBackend, CloudConfig, Failure, Rate
 from pipelines.errors import UserError
 from tests.pipelines.fake_language import FakeLanguageServer, KnownEntity
 from tests.pipelines.helpers import hotpot_record, record_mentions, write_json
-from tests.pipelines.test_wikipedia_pipeline import SMALL
+from tests.pipelines.datasets.wikipedia.test_dataset import SMALL
 
 WIKI = "https://en.wikipedia.org/wiki/"
 ENTITIES = [

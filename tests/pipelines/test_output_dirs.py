@@ -132,7 +132,7 @@ def test_two_jobs_started_at_once_on_one_dir(small_input, tmp_path):
   # Refused by the claim (both running) or, if the first was already done, by its output.
   assert "is in use by another job: hotpotqa (pid" in line or "already holds" in line, line
   _assert_complete(out)
-  proc = _job("--records_dir", out, module="pipelines.inspect")
+  proc = _job("--records_dir", out, module="pipelines.inspector")
   assert proc.returncode == 0 and "=== pack" in proc.stdout, proc.stderr
 
 
@@ -301,7 +301,7 @@ def test_the_manifest_records_the_job_and_annotation_batch_sizes(small_input, tm
 
 # --- 3. the inspector ---------------------------------------------------------------------------
 
-INSPECT = "python -m pipelines.inspect"
+INSPECT = "python -m pipelines.inspector"
 
 
 @pytest.fixture(scope="module")
@@ -322,7 +322,7 @@ def test_inspector_reads_the_manifests_shards_not_a_glob(job_output, tmp_path):
   # A leftover that a records-* glob would read (and fail on): not in the manifest.
   with open(os.path.join(out, "records-00000-of-00001.tfrecord.tmp-0f3c"), "wb") as f:
     f.write(b"\x00garbage" * 10)
-  proc = _job("--records_dir", out, "--max_records", "1", module="pipelines.inspect")
+  proc = _job("--records_dir", out, "--max_records", "1", module="pipelines.inspector")
   assert proc.returncode == 0, proc.stderr
   assert "=== pack" in proc.stdout and proc.stderr == ""
   assert f"# files: {out}/records-00000-of-00001.tfrecord\n" in proc.stdout
@@ -333,13 +333,13 @@ def test_inspector_warns_about_a_dir_without_completed_or_manifest(job_output, t
   out = str(tmp_path / "copy")
   shutil.copytree(job_output, out)
   os.remove(os.path.join(out, "COMPLETED"))
-  proc = _job("--records_dir", out, module="pipelines.inspect")
+  proc = _job("--records_dir", out, module="pipelines.inspector")
   assert proc.returncode == 0, proc.stderr
   assert proc.stderr.splitlines() == [
       f"{INSPECT}: warning: {out} has no COMPLETED: the job that wrote it failed or is still "
       "running; its records may be incomplete"]
   os.remove(os.path.join(out, "manifest.json"))
-  proc = _job("--records_dir", out, module="pipelines.inspect")
+  proc = _job("--records_dir", out, module="pipelines.inspector")
   assert proc.returncode == 0, proc.stderr
   [line] = proc.stderr.splitlines()
   assert line.startswith(f"{INSPECT}: warning: {out} has no manifest.json"), line
@@ -360,7 +360,7 @@ def test_inspector_warns_about_a_dir_without_completed_or_manifest(job_output, t
 def test_inspector_errors_are_one_line(job_output, tmp_path, args, code, message):
   args = [a.replace("OUT", job_output).replace("NOWHERE", str(tmp_path / "nowhere"))
           for a in args]
-  proc = _job(*args, module="pipelines.inspect", timeout=120)
+  proc = _job(*args, module="pipelines.inspector", timeout=120)
   assert proc.returncode == code, proc.stderr
   expected = message.replace("OUT", job_output).replace("NOWHERE", str(tmp_path / "nowhere"))
   assert proc.stderr == f"{INSPECT}: error: {expected}\n"
@@ -368,8 +368,8 @@ def test_inspector_errors_are_one_line(job_output, tmp_path, args, code, message
 
 
 def test_inspector_help_example_parses():
-  from pipelines import inspect as insp  # pylint: disable=g-import-not-at-top
-  parser = insp.new_parser()
+  from pipelines.inspector import cli  # pylint: disable=g-import-not-at-top
+  parser = cli.new_parser()
   args = parser.parse_args(parser.example_argv())
   assert args.records_dir == "/tmp/hotpot_records" and args.max_records == 2
   assert parser.prog == INSPECT and not parser.allow_abbrev

@@ -10,7 +10,7 @@ from schemas import records
 from pipelines.document import BadInput
 from pipelines.text import segmenter
 from pipelines.text.segmenter import SegmenterConfig, segment_document
-from demo.synthetic_text import cjk_text, unbroken_words
+from synthetic.text import cjk_text, unbroken_words
 from tests.pipelines.helpers import SPECIAL, numbered_words, word_encoding
 
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from schemas import documents, tfrecord_io
+from schemas import documents, records, tfrecord_io
 
 PAYLOADS = [b"first", b"", b"x" * 70000, b"last"]
 
@@ -105,8 +105,11 @@ def _write(path, data: bytes):
 
 
 def _manifest(out, **fields):
+  """A valid manifest (the side-file reader validates it) holding ``fields``."""
+  manifest = {"schema_version": records.SCHEMA_VERSION, "tokenizer": {}, "config": {},
+              "counts": {"input": 0, "written": 0, "skipped": 0, "rejected": 0}, "shards": []}
   with open(os.path.join(out, "manifest.json"), "w") as f:
-    json.dump(fields, f)
+    json.dump(dict(manifest, **fields), f)
 
 
 def test_documents_load_follows_the_manifest(tmp_path):

@@ -1,0 +1,1 @@
+"""The HotpotQA dataset: its reader (``reader``) and spec (``dataset``)."""

@@ -1,0 +1,55 @@
+r"""HotpotQA (distractor or fullwiki; train/dev/test JSON) -> packed ReadTwice TFRecords.
+
+One document per question (its context paragraphs); answers are labelled at every occurrence in
+the context; yes/no answers set the answer type; supporting paragraphs set the per-segment
+``supporting`` flag.  Writes ``records-*.tfrecord``, ``documents/``, ``dead_letter/``,
+``skipped/``, ``manifest.json`` and ``COMPLETED`` under --output_dir.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+import apache_beam as beam
+
+from pipelines import flags
+from pipelines.beam import read
+from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
+from pipelines.beam.config import RecordsConfig
+from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.documents import DocumentsToRecords
+from pipelines.beam.parse import ParseRecords
+from pipelines.beam.stats import STATS
+from pipelines.datasets import DatasetSpec
+from pipelines.datasets.hotpotqa import reader
+
+EXAMPLE = r"""  python -m pipelines.hotpotqa \
+    --input hotpot_dev_distractor_v1.json --output_dir /tmp/hotpot_records \
+    --seq_length 512 --overlap 128 --direct_num_workers 2 --direct_running_mode multi_processing
+  (on Dataflow add: --runner DataflowRunner --project P --region R --temp_location gs://B/tmp
+   --setup_file ./setup.py, and use gs:// paths)"""
+
+
+def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
+          header: Dict, reshuffle: bool = False,
+          options: AnnotationConfig = AnnotationConfig()) -> beam.PCollection:
+  """Adds the HotpotQA job to ``p``; returns the PCollection holding the manifest.
+
+  ``reshuffle``: spread parsed documents over workers before tokenising (for distributed
+  runners, where one worker reads a whole file).
+  """
+  raw = p | "ReadJson" >> read.ReadJsonRecords(paths)
+  parsed = raw[read.RECORDS] | "ParseHotpotQA" >> ParseRecords(reader.parse_record,
+                                                               "readtwice.hotpotqa")
+  dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER])
+          | "FlattenReadParseDeadLetters" >> beam.Flatten())
+  stats = (raw[read.STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
+  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
+          "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
+              output_dir, config, header, reshuffle=reshuffle,
+              annotator=AnnotateDocuments(options) if options.enabled else None)
+
+
+spec = DatasetSpec(
+    name="hotpotqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
+    add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args)

@@ -1,0 +1,77 @@
+r"""Your own long-document QA data (JSON lines: id, question, context or context_file, answers
+as strings and/or character spans, optional title) -> packed ReadTwice TFRecords.
+
+One document per example (:mod:`pipelines.datasets.jsonl_qa.reader`; the line format is
+:mod:`schemas.jsonl_qa`): string answers are labelled at every occurrence, span answers at their
+spans.  A line that is not JSON, or breaks the format, is a dead letter with its reason; a
+repeated id is skipped (``--nodeduplicate``: refused).  ``context_file`` is read where the line
+is parsed (on the worker that reads the JSONL file, a few files cached).  The manifest names the
+model task, ``extractive_qa``.  Writes ``records-*.tfrecord``, ``documents/``, ``dead_letter/``,
+``skipped/``, ``manifest.json`` and ``COMPLETED`` under --output_dir.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Dict, List, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines import flags
+from pipelines.beam import read
+from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
+from pipelines.beam.answers import GivenAnswerSpans
+from pipelines.beam.config import RecordsConfig
+from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.documents import DocumentsToRecords
+from pipelines.beam.parse import ParseRecords
+from pipelines.beam.stats import STATS
+from pipelines.datasets import DatasetSpec
+from pipelines.datasets.jsonl_qa import reader
+
+EXAMPLE = r"""  python -m pipelines jsonl_qa \
+    --input pipelines/datasets/jsonl_qa/sample/examples.jsonl --output_dir /tmp/my_qa \
+    --seq_length 512 --overlap 128
+  (several files: a glob or a comma-separated list; on Dataflow add --runner DataflowRunner
+   --project P --region R --temp_location gs://B/tmp --setup_file ./setup.py, gs:// paths)"""
+
+
+@functools.lru_cache(maxsize=4)  # several questions on one context file read it once
+def read_file(path: str) -> Optional[bytes]:
+  """The bytes of ``path`` (local or gs://), None when it does not exist; storage errors
+  propagate (the element fails, and a runner retries it)."""
+  try:
+    with FileSystems.open(path) as f:
+      return f.read()
+  except (OSError, IOError):
+    if FileSystems.exists(path):
+      raise
+    return None
+
+
+def parse_record(record, source_id: str):
+  """ParseRecords parser: a decoded line -> (Document, counters)."""
+  return reader.parse_record(record, source_id, read_file)
+
+
+def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
+          header: Dict, reshuffle: bool = False,
+          options: AnnotationConfig = AnnotationConfig()) -> beam.PCollection:
+  """Adds the jsonl_qa job to ``p``; returns the PCollection holding the manifest."""
+  raw = p | "ReadJsonLines" >> read.ReadJsonRecords(paths)
+  parsed = raw[read.RECORDS] | "ParseJsonlQA" >> ParseRecords(parse_record,
+                                                              "readtwice.jsonl_qa")
+  dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER])
+          | "FlattenReadParseDeadLetters" >> beam.Flatten())
+  stats = (raw[read.STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
+  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
+          "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
+              output_dir, config, header, reshuffle=reshuffle, labeller=GivenAnswerSpans(),
+              annotator=AnnotateDocuments(options) if options.enabled else None)
+
+
+spec = DatasetSpec(
+    name="jsonl_qa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
+    add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args,
+    task="extractive_qa", deployed=False)

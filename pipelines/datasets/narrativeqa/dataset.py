@@ -1,0 +1,156 @@
+r"""NarrativeQA (official layout: qaps.csv, documents.csv, summaries, stories) -> packed ReadTwice
+TFRecords, one document per question, answers labelled by an extractive ROUGE-L oracle.
+
+Each story is read and cleaned once, on a worker, then becomes one Document per question, all
+holding the same text object: the annotation stage, the oracle (its word index) and the
+tokenizer each work once per story (``annotate/texts``, ``answers/stories``,
+``segment/texts_tokenised``), while every question is counted as an input record.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines import flags
+from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
+from pipelines.beam.config import RecordsConfig
+from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.documents import DocumentsToRecords
+from pipelines.beam.oracle_labels import LabelWithOracle
+from pipelines.beam.read import INPUT_COUNT
+from pipelines.beam.stats import STATS
+from pipelines.datasets import DatasetSpec
+from pipelines.datasets.narrativeqa import reader, stages
+from pipelines.text.oracle import OracleConfig
+
+EXAMPLE = r"""  python -m pipelines.narrativeqa --input narrativeqa/qaps.csv --split test \
+    --output_dir /tmp/nqa_test --context story --stories_dir narrativeqa/tmp
+  (--context summary reads the summaries instead; documents.csv,
+   third_party/wikipedia/summaries.csv and tmp/<document_id>.content are found beside qaps.csv
+   unless --documents, --summaries, --stories_dir say otherwise)"""
+QUESTIONS = "questions"
+
+
+@dataclasses.dataclass(frozen=True)
+class NarrativeQAOptions:
+  split: str = "test"
+  context: str = "story"
+  documents: Optional[str] = None  # default: documents.csv beside --input
+  summaries: Optional[str] = None  # default: third_party/wikipedia/summaries.csv beside it
+  stories_dir: Optional[str] = None  # default: tmp/ beside it
+  oracle: OracleConfig = OracleConfig()
+  annotation: AnnotationConfig = AnnotationConfig()
+
+  def __post_init__(self):
+    if self.split not in reader.SPLITS:
+      raise ValueError(f"--split must be one of {reader.SPLITS}, got {self.split!r}")
+    if self.context not in reader.CONTEXTS:
+      raise ValueError(f"--context must be one of {reader.CONTEXTS}, got {self.context!r}")
+
+  def paths(self, qaps: str) -> Dict[str, str]:
+    """documents, summaries and stories_dir for the ``qaps.csv`` at ``qaps``."""
+    root = FileSystems.split(qaps)[0]
+    return {"documents": self.documents or FileSystems.join(root, "documents.csv"),
+            "summaries": self.summaries or FileSystems.join(
+                root, "third_party", "wikipedia", "summaries.csv"),
+            "stories_dir": self.stories_dir or FileSystems.join(root, "tmp")}
+
+  def describe(self) -> Dict[str, Any]:
+    d = {"split": self.split, "context": self.context, "documents": self.documents,
+         "summaries": self.summaries, "stories_dir": self.stories_dir,
+         "oracle": dataclasses.asdict(self.oracle)}
+    d.update(self.annotation.describe())
+    return d
+
+  @property
+  def dry_run_file(self) -> Optional[str]:
+    return self.annotation.dry_run_file
+
+
+def add_flags(group) -> None:
+  d = NarrativeQAOptions()
+  group.add_argument("--split", default=d.split, choices=reader.SPLITS,
+                     help="questions and stories of this set (default: %(default)s)")
+  group.add_argument("--context", default=d.context, choices=reader.CONTEXTS,
+                     help="what the questions are read with: the whole story, or its "
+                          "Wikipedia summary (default: %(default)s)")
+  group.add_argument("--documents", default=None,
+                     help="documents.csv (default: beside --input)")
+  group.add_argument("--summaries", default=None,
+                     help="summaries.csv (default: third_party/wikipedia/summaries.csv beside "
+                          "--input)")
+  group.add_argument("--stories_dir", default=None,
+                     help="folder of <document_id>.content stories (default: tmp/ beside "
+                          "--input)")
+  o = d.oracle
+  group.add_argument("--oracle_min_score", type=float, default=o.min_score,
+                     help="smallest ROUGE-L F1 of an answer span (default: %(default)s)")
+  group.add_argument("--oracle_relative", type=float, default=o.relative,
+                     help="keep spans scoring at least this share of the question's best "
+                          "(default: %(default)s)")
+  group.add_argument("--oracle_max_spans", type=int, default=o.max_spans,
+                     help="answer spans per question at most (default: %(default)s)")
+  flags.add_annotation_flags(group)
+
+
+def options_from_args(args) -> NarrativeQAOptions:
+  return NarrativeQAOptions(
+      split=args.split, context=args.context, documents=args.documents,
+      summaries=args.summaries, stories_dir=args.stories_dir,
+      oracle=OracleConfig(min_score=args.oracle_min_score, relative=args.oracle_relative,
+                          max_spans=args.oracle_max_spans),
+      annotation=flags.annotation_config_from_args(args))
+
+
+def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
+          header: Dict, reshuffle: bool = False,
+          options: NarrativeQAOptions = NarrativeQAOptions()) -> beam.PCollection:
+  """Adds the NarrativeQA job to ``p``; returns the PCollection holding the manifest."""
+  if len(paths) != 1:
+    raise FileNotFoundError(f"--input names one qaps.csv, but matches {len(paths)} files")
+  where = options.paths(paths[0])
+  needed = where["summaries"] if options.context == "summary" else where["documents"]
+  if not FileSystems.exists(needed):
+    raise FileNotFoundError(f"{needed} does not exist (see --documents, --summaries)")
+  if options.context == "story":  # a folder: on gs:// only its objects exist, so look for one
+    stories = FileSystems.join(where["stories_dir"], "*.content")
+    if not FileSystems.match([stories], limits=[1])[0].metadata_list:
+      raise FileNotFoundError(f"{where['stories_dir']} does not exist or holds no "
+                              f"<document_id>.content story (see --stories_dir)")
+  questions = (p | "QuestionFiles" >> beam.Create(paths)
+               | "ReadQuestions" >> beam.ParDo(stages.ReadQuestionsFn(options.split)).with_outputs(
+                   DEAD_LETTER, INPUT_COUNT, STATS, main=QUESTIONS))
+  joined_inputs = {"questions": questions[QUESTIONS]}
+  if options.context == "summary":
+    joined_inputs["summary"] = (p | "SummaryFile" >> beam.Create([where["summaries"]])
+                                | "ReadSummaries" >> beam.FlatMap(
+                                    stages.read_keyed, reader.SUMMARY_COLUMNS, options.split,
+                                    "summary"))
+  else:
+    joined_inputs["story"] = (p | "DocumentsFile" >> beam.Create([where["documents"]])
+                              | "ReadDocuments" >> beam.FlatMap(
+                                  stages.read_keyed, reader.DOCUMENT_COLUMNS, options.split, ""))
+  joined = joined_inputs | "JoinQuestionsToStories" >> beam.CoGroupByKey()
+  if reshuffle:
+    joined = joined | "SpreadStories" >> beam.Reshuffle()
+  parsed = joined | "ReadStories" >> beam.ParDo(
+      stages.StoryFn(options.context, where["stories_dir"])).with_outputs(
+          DEAD_LETTER, STATS, main="documents")
+  dead = ((questions[DEAD_LETTER], parsed[DEAD_LETTER])
+          | "FlattenReadParseDead" >> beam.Flatten())
+  stats = (questions[STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
+  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
+          "input_count": questions[INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
+              output_dir, config, header, reshuffle=False,  # stories are spread, not copies
+              labeller=LabelWithOracle(options.oracle),
+              annotator=(AnnotateDocuments(options.annotation) if options.annotation.enabled
+                         else None))
+
+
+spec = DatasetSpec(
+    name="narrativeqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
+    add_flags=add_flags, options_from_args=options_from_args)

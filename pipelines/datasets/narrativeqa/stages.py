@@ -1,0 +1,190 @@
+"""The Beam stages that read NarrativeQA's CSV files and stories.
+
+:func:`read_csv` reads a CSV file (local or gs://, decompressed by extension) row by row;
+:class:`ReadQuestionsFn` turns ``qaps.csv`` into the split's questions keyed by story,
+:func:`read_keyed` reads ``documents.csv`` / ``summaries.csv`` keyed by story, and
+:class:`StoryFn` reads each story once and makes one Document per question, all holding the same
+text object.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Dict, Iterable, Sequence, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from pipelines import keys
+from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.parse import failure
+from pipelines.beam.read import INPUT_COUNT
+from pipelines.beam.stats import STATS, BundleStats
+from pipelines.datasets.narrativeqa import reader
+from pipelines.document import BadInput
+from pipelines.errors import UserError
+from pipelines.sources import byte_stream
+
+NAMESPACE = "readtwice.narrativeqa"
+
+
+class _RawReader(io.RawIOBase):
+  """A readable raw stream over what ``FileSystems.open`` returns (Beam's ``CompressedFile``
+  for ``.gz`` / ``.bz2`` lacks parts of the io interface ``TextIOWrapper`` needs)."""
+
+  def __init__(self, f):
+    super().__init__()
+    self._f = f
+
+  def readable(self) -> bool:
+    return True
+
+  def readinto(self, buffer) -> int:
+    data = self._f.read(len(buffer))
+    buffer[:len(data)] = data
+    return len(data)
+
+  def close(self) -> None:
+    self._f.close()
+    super().close()
+
+
+def read_csv(path: str, columns: Sequence[str], truncated_is_bad_input: bool = False
+             ) -> Iterable[Tuple[int, Dict[str, str]]]:
+  """``(line, row)`` of a CSV file (local or gs://, decompressed by extension), checking that
+  it has ``columns``; rows whose field count differs from the header are BadInput.  A file
+  without those columns, unreadable or not CSV is a UserError (one line naming it).  A
+  compressed file that ends inside its compressed stream (cut short) would read as if it
+  ended there: it is a UserError too, or, with ``truncated_is_bad_input``, one last
+  ``(line, BadInput("invalid_compression"))`` after the rows that could be read."""
+  try:
+    raw = FileSystems.open(path)
+    with io.TextIOWrapper(io.BufferedReader(_RawReader(raw)), encoding="utf-8-sig",
+                          errors="replace", newline="") as f:
+      rows = csv.reader(f)
+      header = next(rows, None)
+      reader.check_columns(header, columns, path)
+      for values in rows:
+        if not values:  # the blank row a "\r\r\n" line end leaves in documents.csv
+          continue
+        if len(values) != len(header):
+          yield rows.line_num, BadInput("bad_csv_row", f"{len(values)} fields, the header has "
+                                                       f"{len(header)}")
+          continue
+        yield rows.line_num, dict(zip(header, values))
+      try:
+        byte_stream.raise_if_truncated(raw)
+      except EOFError as e:
+        if not truncated_is_bad_input:
+          raise UserError(f"cannot read {path}: {e} (after line {rows.line_num}); the rows "
+                          "after the cut are lost") from e
+        yield rows.line_num + 1, BadInput(
+            "invalid_compression", f"{e} after line {rows.line_num}: the rows that followed "
+                                   "are lost, how many is unknown")
+  except ValueError as e:  # not the file we expected (the message names it)
+    raise UserError(str(e)) from e
+  except (OSError, csv.Error) as e:
+    raise UserError(f"cannot read {path}: {e}") from e
+
+
+class ReadQuestionsFn(beam.DoFn):
+  """qaps.csv -> (story id, (source id, row)) for the split's rows; dead letters, counts."""
+
+  def __init__(self, split: str):
+    self._split = split
+
+  def process(self, path: str):
+    records = other = dead = uncertain = 0
+    for line, row in read_csv(path, reader.QUESTION_COLUMNS, truncated_is_bad_input=True):
+      source_id = f"{path}:{line}"
+      if isinstance(row, BadInput):
+        dead += 1
+        uncertain += row.reason == "invalid_compression"  # held an unknown number of rows
+        yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("read", source_id, row))
+      elif row["set"] != self._split:
+        other += 1
+      else:
+        records += 1
+        yield row["document_id"], (source_id, row)
+    yield beam.pvalue.TaggedOutput(INPUT_COUNT, records + dead)
+    yield beam.pvalue.TaggedOutput(STATS, {"read/records": records,
+                                           "read/other_split_rows": other,
+                                           "read/uncertain_regions": uncertain})
+
+
+def read_keyed(path: str, columns: Sequence[str], split: str, value: str):
+  """(story id, row or row[value]) of a documents.csv / summaries.csv for the split."""
+  for _, row in read_csv(path, columns):
+    if not isinstance(row, BadInput) and row["set"] == split:
+      yield row["document_id"], (row[value] if value else row)
+
+
+class StoryFn(beam.DoFn):
+  """(story id, {"questions": [(source id, row)], "story": [row], "summary": [text]}) ->
+  one Document per question, all with the story's text object; a story that cannot be read
+  is one dead letter per question (stage ``parse``)."""
+
+  def __init__(self, context: str, stories_dir: str):
+    self._context = context
+    self._stories_dir = stories_dir
+
+  def setup(self):
+    self._stories = Metrics.counter(NAMESPACE, "stories")
+
+  def start_bundle(self):
+    self._stats = BundleStats()
+
+  def process(self, element):
+    document_id, joined = element
+    rows = sorted(joined["questions"], key=lambda q: keys.split_source_id(q[0]))
+    if not rows:
+      self._stats.count("parse/stories_without_questions")
+      return
+    self._stats.count("parse/input", len(rows))
+    questions = []
+    for k, (source_id, row) in enumerate(rows):
+      try:
+        questions.append((source_id, reader.make_question(row, document_id, k)))
+      except BadInput as e:
+        yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("parse", source_id, e))
+    if not questions:
+      return
+    try:
+      text, paragraphs, stats = self._text(document_id, joined)
+    except Exception as e:  # pylint: disable=broad-except  # every question, one reason
+      for source_id, _ in questions:
+        yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("parse", source_id, e))
+      return
+    self._stories.inc()
+    self._stats.count("parse/stories")
+    self._stats.update(stats, prefix="parse/")
+    self._stats.observe("parse/story_characters", len(text))
+    self._stats.count("parse/output", len(questions))
+    yield from reader.question_documents(document_id, text, paragraphs, questions)
+
+  def _text(self, document_id: str, joined):
+    if self._context == "summary":
+      summaries = joined.get("summary") or []
+      if not summaries:
+        raise BadInput("missing_summary", f"summaries.csv has no summary of {document_id}")
+      text, paragraphs = reader.summary_text(summaries[0])
+      return text, paragraphs, {}
+    stories = joined.get("story") or []
+    if not stories:
+      raise BadInput("unknown_document", f"documents.csv has no row for {document_id} in "
+                                         f"this split")
+    row = stories[0]
+    path = FileSystems.join(self._stories_dir, f"{document_id}.content")
+    try:
+      with FileSystems.open(path) as f:
+        data = f.read()
+    except (OSError, IOError) as e:
+      if FileSystems.exists(path):
+        raise  # a storage error: let the runner retry
+      raise BadInput("missing_story_file", f"{path} does not exist") from e
+    return reader.story_text(data, row.get("kind", ""), row["story_start"], row["story_end"])
+
+  def finish_bundle(self):
+    yield from self._stats.emit()

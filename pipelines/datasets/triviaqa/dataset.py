@@ -1,0 +1,139 @@
+r"""TriviaQA (rc; Wikipedia and web question files, with their evidence) -> packed ReadTwice
+TFRecords.
+
+Reads the official question files (``qa/wikipedia-*.json``, ``qa/web-*.json``: ``{"Data":
+[...], ...}``, streamed) and the evidence files they name under --evidence_dir (the official
+``evidence/`` folder: ``wikipedia/<Filename>``, ``web/<Filename>``; read on the workers).  A
+Wikipedia question is one document (its entity pages as paragraphs, id ``QuestionId``), or
+with --per_document one per page; a web question is one document per page (EntityPages and
+SearchResults), id ``QuestionId--Filename``: the keys of the official evaluation.  Every
+occurrence of every answer alias (after the official normalisation) is labelled.  Writes
+``records-*.tfrecord``, ``documents/``, ``dead_letter/``, ``skipped/``, ``manifest.json`` and
+``COMPLETED`` under --output_dir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from typing import Any, Dict, List, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines import flags
+from pipelines.beam import read
+from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
+from pipelines.beam.config import RecordsConfig
+from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.documents import DocumentsToRecords
+from pipelines.beam.parse import ParseRecords
+from pipelines.beam.stats import STATS
+from pipelines.beam.answers import LabelAnswers
+from pipelines.datasets import DatasetSpec
+from pipelines.datasets.triviaqa import reader
+from pipelines.datasets.triviaqa.answers import find_alias_spans
+from pipelines.datasets.triviaqa.evidence import ReadEvidence
+
+EXAMPLE = r"""  python -m pipelines.triviaqa \
+    --input 'triviaqa-rc/qa/wikipedia-dev.json' --evidence_dir triviaqa-rc/evidence \
+    --output_dir /tmp/triviaqa_records --seq_length 512 --overlap 128
+  (web: --input 'triviaqa-rc/qa/web-dev.json'; Wikipedia scored per document: add
+   --per_document; on Dataflow add: --runner DataflowRunner --project P --region R
+   --temp_location gs://B/tmp --setup_file ./setup.py, and use gs:// paths)"""
+LIST_KEY = "Data"  # the official question files: {"Data": [...], "Domain": ..., ...}
+
+
+@dataclasses.dataclass(frozen=True)
+class TriviaQAOptions:
+  evidence_dir: str = ""
+  per_document: bool = False
+  annotation: AnnotationConfig = AnnotationConfig()
+
+  @property
+  def dry_run_file(self) -> Optional[str]:
+    return self.annotation.dry_run_file
+
+  def describe(self) -> Dict[str, Any]:
+    d = {"evidence_dir": self.evidence_dir, "per_document": self.per_document}
+    d.update(self.annotation.describe())
+    return d
+
+
+def check_evidence_dir(path: str) -> None:
+  """Raises ValueError (one line) unless ``path`` looks like TriviaQA's ``evidence/`` folder:
+  a directory with ``wikipedia/`` or ``web/`` (for ``gs://`` and other remote paths: any file
+  under one of them)."""
+  if not path:
+    raise ValueError("--evidence_dir is required: the evidence/ folder of TriviaQA rc (with "
+                     "wikipedia/ and web/)")
+  subdirs = (reader.WIKIPEDIA, reader.WEB)
+  if "://" not in path:
+    if not os.path.isdir(path):
+      raise ValueError(f"--evidence_dir {path!r} is not a directory")
+    if not any(os.path.isdir(os.path.join(path, d)) for d in subdirs):
+      hint = (f"; did you mean {os.path.join(path, 'evidence')!r}?"
+              if os.path.isdir(os.path.join(path, "evidence")) else "")
+      raise ValueError(f"--evidence_dir {path!r} has neither wikipedia/ nor web/ (expected the "
+                       f"evidence/ folder of TriviaQA rc){hint}")
+    return
+  try:
+    found = any(r.metadata_list for r in FileSystems.match(
+        [FileSystems.join(path, d, "**") for d in subdirs], limits=[1, 1]))
+  except Exception as e:  # pylint: disable=broad-except
+    raise ValueError(f"--evidence_dir {path!r} cannot be listed: {type(e).__name__}: "
+                     f"{str(e)[:200]}") from e
+  if not found:
+    raise ValueError(f"--evidence_dir {path!r} holds no file under wikipedia/ or web/ "
+                     f"(expected the evidence/ folder of TriviaQA rc)")
+
+
+def add_flags(group) -> None:
+  group.add_argument("--evidence_dir", default=None,
+                     help="TriviaQA's evidence/ folder (wikipedia/ and web/ under it; local or "
+                          "gs://); required")
+  flags.bool_flag(group, "per_document", False,
+                  "Wikipedia questions: one document per (question, page), id "
+                  "QuestionId--Filename, as the per-document evaluation keys; web questions are "
+                  "always per page")
+  flags.add_annotation_flags(group)
+
+
+def options_from_args(args) -> TriviaQAOptions:
+  check_evidence_dir(args.evidence_dir or "")
+  return TriviaQAOptions(evidence_dir=args.evidence_dir, per_document=args.per_document,
+                         annotation=flags.annotation_config_from_args(args))
+
+
+def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
+          header: Dict, reshuffle: bool = False,
+          options: TriviaQAOptions = TriviaQAOptions()) -> beam.PCollection:
+  """Adds the TriviaQA job to ``p``; returns the PCollection holding the manifest.
+
+  ``reshuffle``: spread the document plans over workers before the evidence is read (for
+  distributed runners, where one worker reads a whole question file).
+  """
+  check_evidence_dir(options.evidence_dir)
+  raw = p | "ReadJson" >> read.ReadJsonRecords(
+      paths, list_key=LIST_KEY,
+      expand=functools.partial(reader.split_question, per_document=options.per_document))
+  parsed = raw[read.RECORDS] | "ParseTriviaQA" >> ParseRecords(
+      functools.partial(reader.parse_record, per_document=options.per_document),
+      "readtwice.triviaqa")
+  docs = parsed.documents | "Evidence" >> ReadEvidence(options.evidence_dir, reshuffle)
+  dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER], docs[DEAD_LETTER])
+          | "FlattenReadParseEvidenceDeadLetters" >> beam.Flatten())
+  stats = ((raw[read.STATS], parsed[STATS], docs[STATS])
+           | "FlattenReadParseEvidenceStats" >> beam.Flatten())
+  annotation = options.annotation
+  return {"documents": docs.documents, "dead_letters": dead, "stats": stats,
+          "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
+              output_dir, config, header, reshuffle=False,
+              labeller=LabelAnswers(find_alias_spans),
+              annotator=AnnotateDocuments(annotation) if annotation.enabled else None)
+
+
+spec = DatasetSpec(
+    name="triviaqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
+    add_flags=add_flags, options_from_args=options_from_args)

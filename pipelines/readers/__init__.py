@@ -1,1 +1,0 @@
-"""One module per source format; each turns raw records into pipelines.document.Document."""

@@ -1,0 +1,378 @@
+"""The job runner: runs a registered dataset's Beam job (``python -m pipelines <dataset>``,
+``python -m pipelines.<job>``) from its command line to its summary.
+
+* The job's flags are :mod:`pipelines.flags`'s; the manifest header records the code revision,
+  the tokenizer, the config, the inputs (and the model task when it is not the dataset's name).
+* Locally (no ``--runner`` or ``--runner=DirectRunner``) the FnApiRunner is used directly: the
+  DirectRunner would first try to download the Prism runner, which fails offline.
+  ``--direct_running_mode=multi_processing --direct_num_workers=N`` parallelise a local run.
+* A missing input or an output dir holding an earlier run is one ``<prog>: error: ...`` line
+  on stderr and exit status 1; Ctrl-C is exit 130, SIGTERM 143.  Tracebacks are for bugs.
+* Logging: the ``pipelines`` logger (progress, what is read and written) and Beam's Dataflow
+  runner (job id and monitoring-console URL) log at INFO on stderr, everything else at WARNING
+  (``--log_level`` changes the level of ours).  The last stdout line is the JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import logging
+import sys
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from pipelines import flags
+from pipelines.beam.config import RecordsConfig
+from pipelines.beam.inputs import describe_inputs
+from pipelines.errors import MARKER, UserError, user_error_message
+from pipelines.provenance import git_revision
+from pipelines.text.tokenizer import Tokenizer, TokenizerSpec, shared_tokenizer
+
+LOGGER = logging.getLogger("pipelines")
+# Loggers shown at INFO besides ours: the Dataflow runner's "Submitted job" / console URL lines.
+_INFO_LOGGERS = ("apache_beam.runners.dataflow",)
+def load_tokenizer(spec: TokenizerSpec) -> Tokenizer:
+  """The tokenizer of ``spec``; unreadable vocabulary files are a user error."""
+  try:
+    return shared_tokenizer(spec)
+  except (OSError, ValueError) as e:  # missing or malformed --vocab_file / --merges_file
+    raise UserError(f"cannot load the tokenizer (--vocab_file={spec.vocab_path}, "
+                    f"--merges_file={spec.merges_path}): {e}") from e
+
+
+def manifest_header(job: str, config: RecordsConfig, input_pattern: str,
+                    inputs: Optional[List[Dict[str, Any]]] = None,
+                    task: Optional[str] = None) -> dict:
+  """The manifest's job, code revision, tokenizer, config and input files (with sizes); and
+  the model ``task`` its records are for, when that is not the job's name."""
+  config_d = config.describe()
+  config_d["input"] = input_pattern
+  header = {"job": job, "git_revision": git_revision(),
+            "tokenizer": load_tokenizer(config.tokenizer).describe(), "config": config_d,
+            "inputs": inputs if inputs is not None else describe_inputs(input_pattern)}
+  if task and task != job:
+    header["task"] = task
+  return header
+
+
+_LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
+
+
+def is_local(beam_args: Optional[Sequence[str]]) -> bool:
+  """Whether ``beam_args`` run the job in this process (the FnApiRunner)."""
+  from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+  return PipelineOptions(list(beam_args or [])).view_as(StandardOptions).runner in _LOCAL_RUNNERS
+
+
+def make_pipeline(beam_args: Optional[Sequence[str]]):
+  """A Beam pipeline for ``beam_args``; local runs use the FnApiRunner (no Prism download)."""
+  import apache_beam as beam  # pylint: disable=g-import-not-at-top
+  from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+  options = PipelineOptions(list(beam_args or []))
+  runner = options.view_as(StandardOptions).runner
+  if runner in _LOCAL_RUNNERS:
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    return beam.Pipeline(runner=FnApiRunner(), options=options)
+  return beam.Pipeline(options=options)
+
+
+# build(pipeline, input paths, output_dir, config, manifest header, reshuffle): adds a job's
+# steps to the pipeline (a dataset's ``DatasetSpec.build``, :mod:`pipelines.datasets`).
+JobBuilder = Callable[[Any, List[str], str, RecordsConfig, Dict[str, Any], bool], Any]
+
+
+def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
+            config: RecordsConfig, beam_args: Optional[Sequence[str]] = None,
+            overwrite: bool = False, options: Any = None,
+            outputs: Sequence[str] = (), wait: bool = True,
+            task: Optional[str] = None) -> Dict[str, Any]:
+  """Runs a job to completion; returns the manifest (also written to ``output_dir``), or for
+  a dry run (``options.dry_run_file`` set) that file's JSON, with nothing else written.  With
+  ``wait=False`` on a remote runner the job is only submitted: returns ``{"submitted": True,
+  "job", "dataflow_job_id", "output_dir", "writes"}``.
+
+  Logs what is read and where it is written.  Before any work the job claims ``output_dir``
+  (:mod:`pipelines.beam.claim`; a directory another live job holds is refused, ``overwrite``
+  or not) and then refuses an output dir holding an earlier run's output (unless
+  ``overwrite``).  The claim is released at the end, whatever the outcome (with ``wait=False``
+  the job's last step releases it); after a failure the temporary files are deleted (and the
+  output dir if the job created it and left it empty).  Raises FileNotFoundError if
+  ``input_pattern`` matches no file, FileExistsError for an earlier run's output, UserError (or
+  the runner's wrapping of it) if the input or the output dir is unusable or the run wrote no
+  document (unless ``config.allow_empty``).  ``options``: the job's own settings (an object
+  with ``describe()``, or a dataclass), passed to ``build`` as ``options=`` and recorded in the
+  manifest's ``config``; ``outputs``: patterns (under ``output_dir``) of files the job writes
+  besides the common ones (for ``--overwrite``); ``task``: the model task of the records
+  (recorded in the manifest when it is not ``job``).
+  """
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from pipelines.beam import claim as claim_lib  # pylint: disable=g-import-not-at-top
+  from pipelines.beam import manifest as manifest_lib  # pylint: disable=g-import-not-at-top
+  from pipelines.beam import writer  # pylint: disable=g-import-not-at-top
+  from schemas import manifest as manifest_schema  # pylint: disable=g-import-not-at-top
+
+  inputs = describe_inputs(input_pattern)
+  if writer.is_file(output_dir):
+    raise UserError(f"--output_dir {output_dir} is a file, not a directory; choose a directory "
+                    f"(it is created if missing)")
+  LOGGER.info("reading %d file(s), %.1f MB: %s", len(inputs),
+              sum(i["bytes"] for i in inputs) / 1e6,
+              ", ".join(f"{i['path']} ({i['bytes'] / 1e6:,.1f} MB)" for i in inputs[:5])
+              + (f", ... ({len(inputs) - 5} more)" if len(inputs) > 5 else ""))
+  local = is_local(beam_args)
+  submit_only = not wait and not local
+  existed = FileSystems.exists(output_dir)
+  held = claim_lib.claim(output_dir, job, local=local)
+  handed_over = False  # with submit_only, the job's last step releases the claim
+  try:
+    # A dry run (options.dry_run_file) writes only that file: earlier output stays untouched.
+    dry_run_file = getattr(options, "dry_run_file", None)
+    if dry_run_file:
+      writer.delete_tmp(output_dir)
+    else:
+      writer.prepare_output_dir(output_dir, overwrite, outputs)
+    header = manifest_header(job, config, input_pattern, inputs, task)
+    if options is not None:
+      build = functools.partial(build, options=options)
+      described = (options.describe() if hasattr(options, "describe")
+                   else dataclasses.asdict(options))
+      clash = sorted(k for k in described if k in header["config"]
+                     and described[k] != header["config"][k])
+      if clash:  # one key, two meanings: the manifest would record only one (a bug)
+        raise ValueError(f"the options of {job} redefine the config entries {clash}")
+      header["config"].update(described)
+    if submit_only:
+      header[manifest_lib.RELEASE_CLAIM_KEY] = held.token
+    if dry_run_file:
+      LOGGER.info("dry run: writing only %s", FileSystems.join(output_dir, dry_run_file))
+    else:
+      LOGGER.info("writing records, documents/, dead_letter/, skipped/ and manifest.json to %s",
+                  output_dir)
+    p = make_pipeline(beam_args)
+    build(p, [i["path"] for i in inputs], output_dir, config, header, not local)
+    try:
+      result = p.run()
+      if not submit_only:
+        result.wait_until_finish()
+    except BaseException:
+      writer.clean_up_failed_run(output_dir, existed)
+      raise
+    if submit_only:
+      handed_over = True
+      job_id = result.job_id() if getattr(result, "has_job", False) else None
+      writes = dry_run_file or "manifest.json and COMPLETED"
+      LOGGER.info("submitted%s: the job writes %s to %s when it succeeds (and then releases "
+                  "its claim %s)", f" (Dataflow job {job_id})" if job_id else "", writes,
+                  output_dir, held.path)
+      return {"submitted": True, "job": job, "dataflow_job_id": job_id,
+              "output_dir": output_dir, "writes": writes}
+    if dry_run_file:
+      with FileSystems.open(FileSystems.join(output_dir, dry_run_file)) as f:
+        return json.loads(f.read().decode("utf-8"))
+    with FileSystems.open(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)) as f:
+      return manifest_schema.loads(f.read().decode("utf-8"))
+  finally:
+    if not handed_over:
+      held.release()
+      writer.remove_if_empty(output_dir, existed)
+
+
+def summary(manifest: Dict[str, Any], output_dir: str) -> Dict[str, Any]:
+  """The last stdout line: what was written, skipped and rejected, and where."""
+  m = manifest
+  return {"counts": m["counts"], "examples": m["examples"],
+          "rejected_by_reason": m["rejected_by_reason"],
+          "skipped_by_reason": m["skipped_by_reason"],
+          "input_count_exact": m.get("input_count_exact", True), "output_dir": output_dir}
+
+
+def job_main(prog: str, description: str, example: str, job: str, build: JobBuilder,
+             argv: Optional[Sequence[str]] = None,
+             add_flags: Optional[Callable[[argparse.ArgumentParser], None]] = None,
+             job_options: Optional[Callable[[argparse.Namespace], Any]] = None,
+             outputs: Sequence[str] = (), task: Optional[str] = None) -> int:
+  """A job's whole command line: flags, logging, :func:`run_job`, the final log line and the
+  JSON summary; returns the exit status.
+
+  A job with flags of its own adds them with ``add_flags(parser)``; ``job_options(args)``
+  turns them into an options object (a ValueError is a usage error naming the flag), passed
+  to ``build`` as ``options=`` and recorded in the manifest's config (``describe()``, or its
+  dataclass fields).
+  """
+  parser = flags.new_parser(prog, description, example)
+  flags.add_run_flags(parser)
+  if add_flags is not None:
+    add_flags(parser.add_argument_group(f"{job} settings"))
+  args, beam_args = flags.parse(parser, argv)
+  config = flags.records_config(parser, args)
+  options = None
+  if job_options is not None:
+    try:
+      options = job_options(args)
+    except ValueError as e:
+      parser.error(str(e))
+  setup_logging(args.log_level)
+
+  def body():
+    m = run_job(job, build, args.input, args.output_dir, config, beam_args, args.overwrite,
+                options, outputs, wait=args.wait, task=task)
+    if m.get("submitted"):
+      return m
+    if getattr(options, "dry_run_file", None):
+      LOGGER.info("dry run: %s", ", ".join(f"{k} {v}" for k, v in sorted(m.items())
+                                           if k != "dry_run"))
+      return m
+    c = m["counts"]
+    LOGGER.info("done: %d input, %d written, %d skipped, %d rejected -> %s", c["input"],
+                c["written"], c["skipped"], c["rejected"], args.output_dir)
+    if not c["written"]:  # --allow_empty (else the job failed)
+      LOGGER.warning("no document was written: %s", "the input holds no records" if not
+                     c["input"] else f"see {args.output_dir}/dead_letter/ for why")
+    return summary(m, args.output_dir)
+
+  return run_main(prog, body)
+
+
+def dataset_main(name: str, argv: Optional[Sequence[str]] = None,
+                 prog: Optional[str] = None) -> int:
+  """The generic job's command line for the registered dataset ``name``
+  (:mod:`pipelines.datasets`); ``prog``: how it was invoked (default ``python -m pipelines
+  <name>``)."""
+  from pipelines import datasets  # pylint: disable=g-import-not-at-top
+  spec = datasets.get(name)
+  return job_main(prog or f"python -m pipelines {name}", spec.description, spec.example, name,
+                  spec.build, argv, add_flags=spec.add_flags,
+                  job_options=spec.options_from_args, outputs=spec.outputs,
+                  task=spec.model_task)
+
+
+def run_dataset(name: str, input_pattern: str, output_dir: str, config: RecordsConfig,
+                options: Any = None, beam_args: Optional[Sequence[str]] = None,
+                overwrite: bool = False) -> Dict[str, Any]:
+  """Runs the registered dataset ``name``'s job to completion; returns the manifest (see
+  :func:`run_job`).  ``options``: the dataset's options object (None: its ``build``'s
+  default, not recorded in the manifest)."""
+  from pipelines import datasets  # pylint: disable=g-import-not-at-top
+  spec = datasets.get(name)
+  return run_job(name, spec.build, input_pattern, output_dir, config, beam_args, overwrite,
+                 options, spec.outputs, task=spec.model_task)
+
+
+class _HideUserErrorTracebacks(logging.Filter):
+  """Drops Beam's ERROR log of a user error (or a Ctrl-C) raised on a worker (message and
+  traceback): the job prints that error itself, as one line; and local workers' warning about
+  Dataflow's semi-persistent directory."""
+
+  def filter(self, record: logging.LogRecord) -> bool:
+    if not record.name.startswith("apache_beam"):
+      return True
+    if record.levelno < logging.ERROR:
+      # Every local multi_processing worker warns that it has no semi-persistent directory
+      # (a Dataflow worker setting): noise on every run.
+      return "No semi_persistent_directory found" not in record.getMessage()
+    exc = record.exc_info[1] if record.exc_info else None
+    return not ((exc is not None and (user_error_message(exc) is not None
+                                      or _interrupted(exc)))
+                or MARKER in record.getMessage()
+                or record.getMessage().startswith("KeyboardInterrupt"))  # Ctrl-C: one line
+
+
+def setup_logging(level: str = "INFO") -> None:
+  """Our log lines (and the Dataflow runner's job URL) on stderr; the rest at WARNING."""
+  handler = logging.StreamHandler(sys.stderr)
+  handler.addFilter(_HideUserErrorTracebacks())
+  handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s",
+                                         datefmt="%H:%M:%S"))
+  root = logging.getLogger()
+  root.handlers[:] = [handler]
+  root.setLevel(logging.WARNING)
+  LOGGER.setLevel(getattr(logging, level))
+  for name in _INFO_LOGGERS:
+    logging.getLogger(name).setLevel(logging.INFO)
+
+
+def _interrupted(exc: BaseException) -> bool:
+  """Whether ``exc`` is a KeyboardInterrupt that a Beam runner re-raised as another type
+  (``RuntimeError: KeyboardInterrupt [while running '...']``), in its chain or its text."""
+  seen = set()
+  e: Optional[BaseException] = exc
+  while e is not None and id(e) not in seen:
+    seen.add(id(e))
+    if isinstance(e, KeyboardInterrupt) or str(e).startswith("KeyboardInterrupt"):
+      return True
+    e = e.__cause__ or e.__context__
+  return False
+
+
+def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
+  """Runs a job's ``body``, printing its summary as the last stdout line.
+
+  User errors (bad inputs or outputs, also those raised on workers) print one
+  ``<prog>: error: ...`` line on stderr and return 1; Ctrl-C (or SIGTERM) is one line too and
+  returns 130 (143), after the job released its output dir and deleted its temporary files;
+  anything else is a bug and propagates with its traceback.
+  """
+  previous = _raise_on_sigterm()
+  try:
+    result = body()
+  except KeyboardInterrupt:
+    print(f"{prog}: error: interrupted; the job stopped and its temporary files were deleted",
+          file=sys.stderr, flush=True)
+    return 130
+  except _Terminated:
+    print(f"{prog}: error: terminated (SIGTERM); the job stopped and its temporary files were "
+          f"deleted", file=sys.stderr, flush=True)
+    return 143
+  except Exception as e:  # pylint: disable=broad-except
+    if _interrupted(e):  # Ctrl-C that landed in a runner thread, re-raised by the runner
+      print(f"{prog}: error: interrupted; the job stopped and its temporary files were "
+            "deleted", file=sys.stderr, flush=True)
+      return 130
+    # A UserError, also one raised on a worker and re-wrapped by the runner; or a missing
+    # input / an existing output, whose message is the line to show.
+    message = user_error_message(e)
+    if message is None and isinstance(e, (FileNotFoundError, FileExistsError)):
+      message = e.args[0] if e.args else str(e)
+    if message is None:
+      raise
+    print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+    return flags.EXIT_FAILURE
+  finally:
+    _restore_sigterm(previous)
+  print(json.dumps(result, sort_keys=True), flush=True)
+  return 0
+
+
+class _Terminated(BaseException):
+  """SIGTERM, raised in the main thread so that ``finally`` blocks (the output dir's claim, the
+  temporary files) run as for Ctrl-C."""
+
+
+def _raise_on_sigterm():
+  import signal  # pylint: disable=g-import-not-at-top
+  import threading  # pylint: disable=g-import-not-at-top
+  if threading.current_thread() is not threading.main_thread():
+    return None
+
+  def handler(signum, frame):
+    del signum, frame
+    raise _Terminated()
+
+  try:
+    return signal.signal(signal.SIGTERM, handler)
+  except ValueError:
+    return None
+
+
+def _restore_sigterm(previous) -> None:
+  if previous is None:
+    return
+  import signal  # pylint: disable=g-import-not-at-top
+  try:
+    signal.signal(signal.SIGTERM, previous)
+  except ValueError:
+    pass

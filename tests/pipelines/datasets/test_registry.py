@@ -1,0 +1,63 @@
+"""The dataset registry and the generic job's top level (``python -m pipelines``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import pipelines
+from pipelines import __main__ as generic
+from pipelines import datasets
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+
+
+def test_every_registered_dataset_has_its_folder_and_spec():
+  specs = datasets.specs()
+  assert tuple(specs) == datasets.DATASETS
+  for name, spec in specs.items():
+    assert spec.name == name
+    assert os.path.isdir(os.path.join(REPO, "pipelines", "datasets", name))
+    assert spec.summary and "\n" not in spec.summary
+    assert callable(spec.build)
+  assert specs["jsonl_qa"].model_task == "extractive_qa"
+  assert specs["hotpotqa"].model_task == "hotpotqa"
+
+
+def test_jobs_are_the_deployed_datasets():
+  assert pipelines.JOBS == ("hotpotqa", "wikipedia", "books", "triviaqa", "narrativeqa")
+  assert "jsonl_qa" in datasets.DATASETS and "jsonl_qa" not in pipelines.JOBS
+  with pytest.raises(KeyError):
+    datasets.get("squad")
+
+
+def test_help_lists_every_dataset_on_one_line(capsys):
+  assert generic.main(["--help"]) == 0
+  out = capsys.readouterr().out
+  for name, spec in datasets.specs().items():
+    assert f"  {name} " in out and spec.summary in out
+
+
+def test_no_dataset_named_is_a_usage_error(capsys):
+  assert generic.main([]) == 2
+  assert generic.main(["--input", "x"]) == 2
+  err = capsys.readouterr().err.splitlines()
+  assert len(err) == 2 and all(line.startswith("python -m pipelines: error: the first argument "
+                                               "names the dataset") for line in err)
+
+
+def test_a_job_imports_only_its_own_dataset():
+  code = ("import json, sys; from pipelines import books\n"
+          "try:\n  books.main(['--help'])\nexcept SystemExit:\n  pass\n"
+          "print(json.dumps(sorted(m for m in sys.modules\n"
+          "                        if m.startswith('pipelines.datasets.'))))")
+  proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                        timeout=120)
+  assert proc.returncode == 0, proc.stderr
+  loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert loaded and all(m.startswith("pipelines.datasets.books") for m in loaded), loaded
