@@ -2,11 +2,10 @@
 
 import json
 import os
-import pathlib
 import subprocess
 import sys
+from tests import REPO_ROOT
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _cli(*args):

@@ -7,7 +7,6 @@ single JVM for the whole module.
 """
 
 import math
-import pathlib
 import random
 import shutil
 from fractions import Fraction
@@ -16,8 +15,8 @@ from typing import Dict
 import pytest
 
 from model.evaluation import narrativeqa as nqa
+from tests import REPO_ROOT
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLE_QAPS = REPO_ROOT / '..' / 'shared' / 'samples' / 'narrativeqa' / 'qaps.csv'
 
 try:

@@ -8,8 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from tests import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(REPO_ROOT)
 
 
 @pytest.mark.parametrize("name, args", [

@@ -34,8 +34,9 @@ import pytest
 import yaml
 
 import pipelines
+from tests import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(REPO_ROOT)
 DEPLOY = os.path.join(REPO, "deploy", "dataflow")
 JOBS = ("hotpotqa", "wikipedia", "books", "triviaqa", "narrativeqa")
 SECTION = "### Running the pipelines on Dataflow"

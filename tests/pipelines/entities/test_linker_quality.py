@@ -5,8 +5,9 @@ import json
 import os
 
 import pytest
+from tests import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(REPO_ROOT)
 DATA = os.path.join(REPO, "benchmarks", "data", "linker_eval")
 SCRIPT = os.path.join(REPO, "benchmarks", "linker_quality.py")
 

@@ -14,8 +14,9 @@ from pipelines.entities.cloud_nl import Failure
 from pipelines.errors import UserError
 from tests.pipelines.fake_language import FakeLanguageServer, KnownEntity
 from tests.pipelines.helpers import hotpot_record, write_json
+from tests import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(REPO_ROOT)
 PROG = "python -m pipelines.hotpotqa"
 SMALL = ["--seq_length", "48", "--overlap", "8", "--max_segments_per_document", "6",
          "--segments_per_pack", "8", "--max_question_tokens", "12"]

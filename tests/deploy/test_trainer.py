@@ -23,8 +23,9 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 import yaml
+from tests import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(REPO_ROOT)
 DEPLOY = os.path.join(REPO, "deploy", "trainer")
 SPEC_DIR = os.path.join(DEPLOY, "vertex")
 SPECS = sorted(glob.glob(os.path.join(SPEC_DIR, "*.yaml")))

@@ -2,7 +2,6 @@
 
 import copy
 import json
-import pathlib
 import random
 import string
 from typing import Any, Dict, List
@@ -10,9 +9,9 @@ from typing import Any, Dict, List
 import pytest
 
 from model.evaluation import triviaqa
-from tests.evaluation import official_triviaqa_reference as reference
+from tests.model.evaluation import official_triviaqa_reference as reference
+from tests import REPO_ROOT
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES_DIR = (REPO_ROOT.parent / 'shared' / 'samples' / 'triviaqa' / 'qa')
 
 

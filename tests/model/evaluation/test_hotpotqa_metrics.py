@@ -16,8 +16,8 @@ import pytest
 from model.evaluation import hotpotqa
 
 from . import official_hotpot_reference as reference
+from tests import REPO_ROOT
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLE_PATH = (REPO_ROOT.parent / 'shared' / 'samples' / 'hotpotqa' /
                'hotpot_dev_distractor_v1.head20.json')
 
