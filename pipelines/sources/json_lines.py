@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Iterable, Iterator, List, Optional, Tuple
 
-from pipelines.sources.json_events import (LONE_SURROGATE_ESCAPE, SNIPPET, WS_BYTES, Event,
-                                           Item, Unreadable, byte_len, whole_file)
+from pipelines.sources.json_events import (SNIPPET, SURROGATE_ESCAPE, WS_BYTES, Event, Item,
+                                           Unreadable, byte_len, whole_file)
 
 _MAX_LEADING_BAD_LINES = 1000  # none of these is JSON: the file is not JSON lines
 
@@ -71,7 +71,7 @@ def _line_event(path: str, lineno: int, offset: int, line: Optional[bytes],
     offset += 3
   try:
     value = json.loads(text)
-    return Item(source_id, value, LONE_SURROGATE_ESCAPE.search(text) is not None), False
+    return Item(source_id, value, SURROGATE_ESCAPE.search(text) is not None), False
   except json.JSONDecodeError as e:
     at = offset + byte_len(text[:e.pos])
     return Unreadable(source_id, "invalid_json",

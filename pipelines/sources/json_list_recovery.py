@@ -1,9 +1,10 @@
 """The tolerant reader of one JSON list (or of the list under a key of a JSON object): every
 readable item is read, each unreadable item or region is one dead letter.
 
-:func:`pipelines.sources.json_items.read_json_stream` uses it for a file ``ijson`` could not
-read whole (damage, invalid UTF-8, ``NaN``, surrogate escapes, ...); it is the reference for
-what is recovered, and how (see :class:`JsonListReader`).
+:func:`pipelines.sources.json_items.read_json_stream` reads every list and object file with
+it, damaged or not, in one pass (why no other parser goes first: see that module).  What it
+recovers and what not, file by file: :mod:`pipelines.sources.json_items`; how it resumes
+after damage, and where that can be fooled: :class:`JsonListReader`.
 
 Why this module is over 500 lines: it is one class, a parser over one text buffer whose
 parts (buffer and offsets, items, resynchronisation, the object around the list) share that
@@ -18,9 +19,9 @@ import json
 import re
 from typing import Any, FrozenSet, Iterable, Iterator, List, Optional, Tuple
 
-from pipelines.sources.json_events import (DEFAULT_CHUNK_SIZE, DEFAULT_MAX_ITEM_CHARS,
-                                           LONE_SURROGATE_ESCAPE, SNIPPET, Event, Item, Repaired,
-                                           Unreadable, byte_len, whole_file)
+from pipelines.sources.json_events import (DEFAULT_CHUNK_SIZE, DEFAULT_MAX_ITEM_CHARS, SNIPPET,
+                                           SURROGATE_ESCAPE, Event, Item, Repaired, Unreadable,
+                                           byte_len, whole_file)
 
 _WS = re.compile(r"[ \t\n\r]*")
 _ESCAPED = re.compile("[\udc80-\udcff]")  # bytes that were not UTF-8, after surrogateescape
@@ -264,7 +265,7 @@ class JsonListReader:
         else:
           self._learn(self._buf[i], value)
           yield Item(self._id(index), value,
-                     LONE_SURROGATE_ESCAPE.search(self._buf, i, end) is not None)
+                     SURROGATE_ESCAPE.search(self._buf, i, end) is not None)
         index += 1
         if sep == "]":
           yield from self._trailer(q + 1, index)

@@ -92,6 +92,17 @@ def test_item_longer_than_the_limit_is_dead_lettered():
   assert "item longer than 200 characters" in got[1].detail
 
 
+def test_item_nested_deeper_than_the_recursion_limit_costs_that_item():
+  """Python's json decoder cannot read it (RecursionError): a certain dead letter, not read."""
+  deep = '{"_id": "b", "v": ' + "[" * 5000 + "]" * 5000 + "}"
+  data = json_list([GOOD[0], deep, GOOD[2]]).encode()
+  for chunk_size in (64, 1 << 20):
+    got = events(data, chunk_size)
+    assert summary(got) == [("item", "f#0", ITEMS[0]), ("invalid_json", "f#1", False),
+                            ("item", "f#2", ITEMS[2])]
+    assert "RecursionError" in got[1].detail
+
+
 def test_adjacent_corrupt_items_say_how_many_items_they_may_hold():
   for n in (2, 3):
     corrupt = [f'{{"_id": "{k}", x}}' for k in "bcd"[:n]]
