@@ -56,6 +56,7 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from model.evaluation import hotpotqa as hotpot_eval
+from schemas import records_dir
 from synthetic.long_range_qa import build as long_range_qa
 from synthetic.long_range_qa.documents import Params as LongRangeParams
 
@@ -121,9 +122,8 @@ def model_config_file(out_dir: str, model: str, size: str, data: Dict) -> str:
   """The ModelConfig JSON of ``model`` at ``size``, fitted to the records' vocabulary and
   segment length (what ``--preset`` does, plus the size's overrides)."""
   from model import configs  # pylint: disable=g-import-not-at-top
-  with open(os.path.join(data["paths"]["records_train"], "manifest.json"),
-            encoding="utf-8") as f:
-    config = configs.config_from_manifest(json.load(f), PRESETS[model], **SIZES[size])
+  manifest = records_dir.read_manifest(data["paths"]["records_train"])
+  config = configs.config_from_manifest(manifest, PRESETS[model], **SIZES[size])
   os.makedirs(out_dir, exist_ok=True)
   path = os.path.join(out_dir, f"{model}_{size}.json")
   with open(path, "w", encoding="utf-8") as f:

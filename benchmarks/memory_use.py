@@ -29,6 +29,7 @@ from typing import Dict, List, Sequence
 
 from benchmarks.common import spread
 from model import configs
+from schemas import records_dir
 from synthetic.memory_corpus import build as memory_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -119,8 +120,7 @@ def main(argv=None) -> int:
   built = corpus(args.out_dir, args)
   dirs = train_dirs(built)
   heldout = built["splits"]["heldout"]["output_dir"]
-  with open(os.path.join(dirs[0], "manifest.json")) as f:
-    manifest = json.load(f)
+  manifest = records_dir.read_manifest(dirs[0])
   print(f"[memory_use] train records: {dirs}; held-out: {heldout}", flush=True)
   results: Dict[str, List[Dict]] = {name: [] for name in VARIANTS}
   for seed in range(args.seeds):  # interleaved: E then E(SS) for each seed

@@ -30,6 +30,7 @@ import tempfile
 import time
 
 from benchmarks.pipeline_memory import _status_kb, tree
+from schemas import records_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -129,8 +130,7 @@ def main() -> None:
     if proc.returncode:
       sys.exit(f"the job failed:\n{stderr.decode()[-3000:]}")
     summary = json.loads(stdout.decode().strip().splitlines()[-1])
-    with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
-      m = json.load(f)
+    m = records_dir.read_manifest(out)
     record_bytes = sum(s["bytes"] for s in m["shards"])
     side_bytes = sum(os.path.getsize(os.path.join(out, p)) for p in m["documents"])
     maxrss_gb = usage.ru_maxrss / 2**20  # KiB -> GiB

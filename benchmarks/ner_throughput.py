@@ -36,6 +36,7 @@ import tempfile
 import time
 
 from benchmarks import common
+from schemas import records_dir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -95,8 +96,7 @@ def pipeline_child(book_dir: str, out_dir: str, entities_dir: str, ruler_pattern
                      "--ner", "spacy", "--linker", "alias", "--entities_dir", entities_dir,
                      "--ruler_patterns", ruler_patterns, "--log_level", "WARNING"])
   seconds = time.perf_counter() - t0
-  with open(os.path.join(out_dir, "manifest.json"), encoding="utf-8") as f:
-    stage = json.load(f)["stages"]["annotate"]
+  stage = records_dir.read_manifest(out_dir)["stages"]["annotate"]
   print(json.dumps({"code": code, "seconds": seconds, "busy_s": stage["busy_ms"] / 1000,
                     "cpu_s": stage["cpu_ms"] / 1000,
                     "words": stage["words"], "mentions": stage["mentions"],

@@ -27,6 +27,7 @@ import sys
 import time
 from typing import Dict, List
 
+from schemas import records_dir as records_dir_lib
 from synthetic import hotpotqa as synthetic_hotpotqa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -89,8 +90,7 @@ def main() -> None:
         "--output_dir", os.path.join(out, f"records_{split}"),
         "--segments_per_pack", str(args.segments_per_pack),
         "--max_segments_per_document", str(args.segments_per_pack), "--overwrite"]))
-    with open(os.path.join(out, f"records_{split}", "manifest.json")) as f:
-      manifests[split] = json.load(f)
+    manifests[split] = records_dir_lib.read_manifest(os.path.join(out, f"records_{split}"))
     print(f"[demo]   {split}: {json.dumps(summary['counts'])} "
           f"rejected={json.dumps(summary['rejected_by_reason'])}", flush=True)
 

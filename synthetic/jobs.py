@@ -1,18 +1,17 @@
 """The job harness of the generated corpora: runs the project's real jobs
-(``python -m pipelines.<job>``) as subprocesses on generated input, and reads what they wrote
-(manifest, records decoded without TensorFlow).
+(``python -m pipelines.<job>``) as subprocesses on generated input; what they wrote is read with
+:mod:`schemas.records_dir`.
 
 Used by :mod:`synthetic.long_range_qa.build` and :mod:`synthetic.memory_corpus.build`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -73,18 +72,3 @@ def run_jobs(jobs: Sequence[Job], parallel: int = 2) -> Dict[str, float]:
       job.f.close()
   return done
 
-
-def read_manifest(out: str) -> Dict[str, Any]:
-  """The ``manifest.json`` of a job's output dir."""
-  with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
-    return json.load(f)
-
-
-def iter_packs(out: str) -> Iterator[Dict[str, List]]:
-  """Every record (pack) of a job's output dir, decoded without TensorFlow."""
-  from schemas import example_proto, tfrecord_io  # pylint: disable=g-import-not-at-top
-  m = read_manifest(out)
-  compression = tfrecord_io.manifest_compression(m)
-  for shard in m["shards"]:
-    for data in tfrecord_io.read_records(os.path.join(out, shard["path"]), compression):
-      yield example_proto.decode_example(data)

@@ -408,6 +408,7 @@ CASES: Dict[str, Tuple[str, Callable, List[Callable[[Outcome], None]], List[str]
 }
 
 
+@pytest.mark.slow
 def test_a_truncated_side_table_is_one_line_and_no_output(tmp_path, capsys):
   """documents.csv.gz cut short: its missing rows would make questions look like questions
   about unknown stories, so the job stops with one line naming the file."""
@@ -424,6 +425,7 @@ def test_a_truncated_side_table_is_one_line_and_no_output(tmp_path, capsys):
   assert len(lines) == 1 and "documents.csv.gz" in lines[0] and "truncated" in lines[0], o.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input(case, tmp_path, capsys):
   job, build, checks, flags = CASES[case]
@@ -442,6 +444,7 @@ def _two_of_five(tmp) -> List[str]:
                                         {"_id": "q4", "context": PARIS}, 7])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fraction", ["0.4", "1"])
 def test_max_error_fraction_at_or_above_the_share_completes(fraction, tmp_path, capsys):
   o = run_job("hotpotqa", _two_of_five(tmp_path), str(tmp_path / "out"), capsys,
@@ -453,6 +456,7 @@ def test_max_error_fraction_at_or_above_the_share_completes(fraction, tmp_path, 
 
 @pytest.mark.parametrize("job,build", [("hotpotqa", _two_of_five), ("books", lambda t: _books(
     t, {"good.txt": GOOD_BOOK, "empty.txt": b""}))])
+@pytest.mark.slow
 def test_max_error_fraction_trips_loudly_without_completed(job, build, tmp_path, capsys):
   out = str(tmp_path / "out")
   o = run_job(job, build(tmp_path), out, capsys, ["--max_error_fraction", "0.3"])
@@ -469,6 +473,7 @@ def test_max_error_fraction_trips_loudly_without_completed(job, build, tmp_path,
       os.path.join(out, "_spill"))
 
 
+@pytest.mark.slow
 def test_a_user_error_on_local_worker_processes_is_one_line(tmp_path):
   """With --direct_running_mode=multi_processing the error is raised in an SDK worker process,
   which prints its traceback to its own stderr: the user still sees only the one line."""
@@ -536,6 +541,7 @@ def _manifest_of_version(d: str, version: str) -> None:
 @pytest.mark.parametrize("command", [
     ["model.pretrain", "--records_dir", "{d}"],
     ["model.finetune", "--task", "hotpotqa", "--records_dir", "{d}"]])
+@pytest.mark.slow
 def test_trainer_refuses_another_major_schema_version(command, where, records_dir, tmp_path):
   import shutil  # pylint: disable=g-import-not-at-top
   d = str(tmp_path / "v2")

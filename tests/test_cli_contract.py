@@ -40,6 +40,7 @@ def helps():
     return dict(zip(COMMANDS, pool.map(lambda m: _run(m, "--help"), COMMANDS)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", COMMANDS)
 def test_help_exits_0_with_usage_example_and_no_banner(helps, module):
   proc = helps[module]
@@ -97,6 +98,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group", [PIPELINES, MODEL], ids=["pipelines", "model"])
 def test_help_example_parses(group):
   proc = subprocess.run([sys.executable, "-c", _PARSE_EXAMPLES, *group], cwd=ROOT, env=_env(),
@@ -125,6 +127,7 @@ TYPOS = {  # module -> a flag it has, misspelt by _typo
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", COMMANDS)
 def test_unknown_flag_is_one_line_with_the_closest_flag(module):
   flag = TYPOS[module]
@@ -147,6 +150,7 @@ def test_unknown_flag_is_one_line_with_the_closest_flag(module):
     ("model.evaluate", "--no_meteor", "--nometeor"),
     ("pipelines.inspector", "--records", "--records_dir"),
 ])
+@pytest.mark.slow
 def test_renamed_flag_names_the_new_one(module, old, new):
   proc = _run(module, old, "x")
   assert proc.returncode == 2

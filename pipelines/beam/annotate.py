@@ -54,7 +54,7 @@ from pipelines.document import Document, Mention
 from pipelines.entities import tables
 from pipelines.entities.cloud_nl import CloudConfig, Failure
 from pipelines.errors import UserError
-from pipelines.text import wikitext
+from pipelines.text import wiki_titles, wikitext
 
 NAMESPACE = "readtwice.annotate"
 NER_CHOICES = ("none", "spacy", "cloud")
@@ -180,7 +180,7 @@ class _Annotators:
       return 0
     entity_id = self._titles.get(title)
     if entity_id is None:
-      normal = wikitext.normalize_title(title)
+      normal = wiki_titles.normalize_title(title)
       entity_id = (self.title_ids.get(normal.text, 0)
                    if normal is not None and normal.namespace == 0 else 0)
       if len(self._titles) >= _MAX_MEMO:

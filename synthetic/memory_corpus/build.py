@@ -12,6 +12,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from schemas import records_dir
 from synthetic import jobs as harness
 from synthetic.memory_corpus.corpus import SPLITS, generate_corpus, write_split
 
@@ -34,7 +35,7 @@ def record_stats(out: str) -> Dict[str, Any]:
   pair_count = collections.Counter()  # (doc, segment, entity) -> mentions
   context = mention_tokens = known = total = packs = 0
   max_per_pack = 0
-  for r in harness.iter_packs(out):
+  for r in records_dir.iter_packs(out):
     packs += 1
     n = len(r["segment_mask"])
     L = len(r["token_ids"]) // n
@@ -77,7 +78,7 @@ def record_stats(out: str) -> Dict[str, Any]:
 
 def split_stats(out: str) -> Dict[str, Any]:
   """Counts from a pipeline output dir's manifest plus :func:`record_stats`."""
-  m = harness.read_manifest(out)
+  m = records_dir.read_manifest(out)
   c, seg = m["counts"], m["stages"]["segment"]
   spd = m["distributions"]["segments_per_document"]
   stats = {"output_dir": out, "counts": c,
@@ -119,7 +120,7 @@ def build(out_dir: str, seed: int = 0, train_docs: int = 600, heldout_docs: int 
   """
   t_start = time.perf_counter()
   earlier = [d for d in SPLITS + ("real_wikipedia", "real_books")
-             if os.path.exists(os.path.join(out_dir, d, "manifest.json"))]
+             if os.path.exists(records_dir.manifest_path(os.path.join(out_dir, d)))]
   if earlier and not overwrite:
     raise FileExistsError(f"{out_dir} holds an earlier build ({', '.join(earlier)}); pass "
                           "overwrite=True (--overwrite) to replace it")
@@ -160,7 +161,7 @@ def build(out_dir: str, seed: int = 0, train_docs: int = 600, heldout_docs: int 
   for name in ("wikipedia", "books"):
     out = os.path.join(out_dir, f"real_{name}")
     if (wiki if name == "wikipedia" else books):
-      m = harness.read_manifest(out)
+      m = records_dir.read_manifest(out)
       real[name] = {"output_dir": out, "counts": m["counts"],
                     "segments": m["examples"]["segments"],
                     "mentions_placed": m["stages"]["segment"]["mentions_labels"]}

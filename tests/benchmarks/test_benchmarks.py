@@ -31,6 +31,7 @@ REPO = str(REPO_ROOT)
     ("input_pipeline", ["--pages", "30", "--seq_length", "128", "--segments_per_pack", "8",
                         "--max_mentions", "128", "--seconds", "1", "--repeats", "1"]),
 ])
+@pytest.mark.slow
 def test_benchmark_prints_its_figure_last(name, args):
   proc = subprocess.run([sys.executable, "-m", f"benchmarks.{name}"] + args,
                         cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -48,6 +49,7 @@ def test_benchmark_prints_its_figure_last(name, args):
     ("memory_gap", ["--train_docs", "16", "--dev_docs", "8", "--seeds", "1", "--steps", "4",
                     "--log_every", "2", "--models", "e,e_ss"]),
 ])
+@pytest.mark.slow
 def test_benchmark_with_an_output_dir_prints_its_figure_last(name, args, tmp_path):
   proc = subprocess.run([sys.executable, "-m", f"benchmarks.{name}",
                          "--out_dir", str(tmp_path / "out")] + args,
@@ -58,6 +60,7 @@ def test_benchmark_with_an_output_dir_prints_its_figure_last(name, args, tmp_pat
   assert figure["value"] is not None
 
 
+@pytest.mark.slow
 def test_memory_corpus_prints_its_stats_and_figure_last_and_refuses_a_second_build(tmp_path):
   out = str(tmp_path / "out")
   cmd = [sys.executable, "-m", "benchmarks.memory_corpus", "--out_dir", out]

@@ -336,6 +336,7 @@ def graph_summary(result) -> Tuple[List[str], Dict[str, bytes], str]:
   return names, dict(envs[0].resource_hints), image
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("job", JOBS)
 def test_job_graph_builds_for_dataflow_without_submitting(job, tmp_path, monkeypatch, capsys):
   from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner  # pylint: disable=g-import-not-at-top
@@ -419,6 +420,7 @@ def test_launcher_default_image_and_runner(monkeypatch):
       "--runner=DirectRunner", "--sdk_container_image=o", "--wait"]
 
 
+@pytest.mark.slow
 def test_launcher_runs_a_local_job_to_completion(tmp_path, capsys, monkeypatch):
   """Without a remote runner the launcher is the job's own command line: it runs, waits and
   prints the manifest summary."""

@@ -213,6 +213,7 @@ def test_an_index_may_only_name_files_next_to_it(tmp_path):
               r"not a weights file next to the index")
 
 
+@pytest.mark.slow
 def test_cli_reports_offsets_beyond_the_file_in_one_line(tmp_path):
   """It used to die with a segmentation fault (rc 139, no output)."""
   hf = _checkpoint_dir(tmp_path)
@@ -222,6 +223,7 @@ def test_cli_reports_offsets_beyond_the_file_in_one_line(tmp_path):
                        "section has 1234 bytes")
 
 
+@pytest.mark.slow
 def test_pretrain_init_roberta_reports_a_hostile_checkpoint_and_leaves_no_model_dir(tmp_path):
   """``model.pretrain --init_roberta`` used to die the same way and leave a config.json."""
   from tests.model import packs  # pylint: disable=g-import-not-at-top
@@ -255,6 +257,7 @@ def test_pickle_calling_os_system_is_refused_and_not_run(tmp_path):
   assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_cli_reports_a_refused_pickle_in_one_line(tmp_path):
   marker = tmp_path / "pwned"
   hf = _checkpoint_dir(tmp_path)

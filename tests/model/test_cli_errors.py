@@ -85,6 +85,7 @@ def dirs(tmp_path_factory):
 
 @pytest.mark.parametrize("which, what", [("flipped", "bad data checksum in record 1"),
                                          ("cut", "truncated record 1")])
+@pytest.mark.slow
 def test_predict_names_the_corrupt_file_and_record(dirs, which, what):
   output = os.path.join(dirs["base"], f"pred_{which}.json")
   proc = _run("model.predict", "--records_dir", dirs[which], "--model_dir", dirs["model"],
@@ -97,6 +98,7 @@ def test_predict_names_the_corrupt_file_and_record(dirs, which, what):
 
 @pytest.mark.parametrize("which, what", [("flipped", "bad data checksum in record 1"),
                                          ("cut", "truncated record 1")])
+@pytest.mark.slow
 def test_train_names_the_corrupt_file_and_record(dirs, which, what, tmp_path):
   proc = _run("model.train", "--records_dir", dirs[which], "--model_dir", tmp_path / "m",
               "--steps", 4, "--noshuffle")
@@ -104,6 +106,7 @@ def test_train_names_the_corrupt_file_and_record(dirs, which, what, tmp_path):
   assert line.endswith(f"corrupt records: {os.path.join(dirs[which], SHARD)}: {what}"), line
 
 
+@pytest.mark.slow
 def test_pretrain_names_the_corrupt_file_and_record(dirs, tmp_path):
   proc = _run("model.pretrain", "--records_dir", dirs["flipped"], "--model_dir", tmp_path / "m",
               "--preset", "tiny", "--steps", 4, "--noshuffle")
@@ -112,6 +115,7 @@ def test_pretrain_names_the_corrupt_file_and_record(dirs, tmp_path):
                        "bad data checksum in record 1"), line
 
 
+@pytest.mark.slow
 def test_predict_on_records_longer_than_the_model(dirs):
   output = os.path.join(dirs["base"], "pred_long.json")
   proc = _run("model.predict", "--records_dir", dirs["long"], "--model_dir", dirs["model"],
@@ -125,6 +129,7 @@ def test_predict_on_records_longer_than_the_model(dirs):
     ("missing", "does not exist or is not a directory"),
     ("empty", "holds no records (its manifest counts 0 written documents)"),
     ("unfinished", "has no COMPLETED: its pipeline run failed or has not finished")])
+@pytest.mark.slow
 def test_predict_and_train_refuse_unusable_dirs(dirs, which, what, tmp_path):
   records = dirs.get(which, os.path.join(dirs["base"], "no_such_dir"))
   proc = _run("model.predict", "--records_dir", records, "--model_dir", dirs["model"],
@@ -136,6 +141,7 @@ def test_predict_and_train_refuse_unusable_dirs(dirs, which, what, tmp_path):
   assert not (tmp_path / "m").exists()
 
 
+@pytest.mark.slow
 def test_predict_with_a_missing_model_dir(dirs, tmp_path):
   proc = _run("model.predict", "--records_dir", dirs["good"], "--model_dir", tmp_path / "nope",
               "--output", tmp_path / "p.json")

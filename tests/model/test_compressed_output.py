@@ -47,6 +47,7 @@ def _manifest(out):
   return input_lib.read_manifest(out)
 
 
+@pytest.mark.slow
 def test_gzip_files_are_named_listed_valid_and_deterministic(runs):
   m = _manifest(runs["gzip"])
   assert m["config"]["compression"] == "gzip"
@@ -66,6 +67,7 @@ def test_gzip_files_are_named_listed_valid_and_deterministic(runs):
       assert f.read() == plain.read(), rel
 
 
+@pytest.mark.slow
 def test_tf_data_reader_reads_gzip_like_uncompressed(runs):
   plain = list(input_lib.dataset_from_output_dir(runs["none"]).as_numpy_iterator())
   packed = list(input_lib.dataset_from_output_dir(runs["gzip"]).as_numpy_iterator())
@@ -83,6 +85,7 @@ def test_tf_data_reader_reads_gzip_like_uncompressed(runs):
   assert [p["pack_id"] for p in by_name] == [p["pack_id"] for p in plain]
 
 
+@pytest.mark.slow
 def test_inspector_renders_gzip_like_uncompressed(runs):
   texts = {}
   for name in ("none", "gzip"):
@@ -104,12 +107,14 @@ def test_inspector_renders_gzip_like_uncompressed(runs):
         tfrecord_io.read_records(plain_paths[0]))
 
 
+@pytest.mark.slow
 def test_documents_loader_reads_gzip_like_uncompressed(runs):
   plain = documents_schema.load(runs["none"])
   assert sorted(plain) == ["q1", "q2", "q3"]
   assert documents_schema.load(runs["gzip"]) == plain
 
 
+@pytest.mark.slow
 def test_predict_on_gzip_equals_uncompressed(runs, tmp_path):
   model_dir = str(tmp_path / "model")
   mc = train.config_from_manifest(runs["gzip"], "tiny")

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from model import decoding
+from model import spans
 from model import tasks
 from schemas import records
 from tests.model import packs
@@ -123,23 +124,6 @@ def _decoder(reduction: str = "max", **kwargs) -> decoding.Decoder:
   for p in _packs():
     dec.add_pack(p.features, p.outputs)
   return dec
-
-
-def test_span_candidates_all_valid_pairs():
-  kinds = np.array([S, Q, S, C, C, C, C, S, P])
-  begin = np.array([99, 98, 0, 1, 5, 0, 0, 97, 0], np.float64)
-  end = np.array([99, 98, 0, 9, 0, 1, 3, 97, 0], np.float64)
-  cands = decoding.span_candidates(begin, end, kinds, top_k=2, max_answer_tokens=2)
-  # Top-2 begins: tokens 4 (5), 3 (1); top-2 ends: 3 (9), 6 (3).  (4, 3) has begin > end,
-  # (4, 6) and (3, 6) are too long: only (3, 3) is left.
-  assert cands == [(10.0, 3, 3)]
-  cands = decoding.span_candidates(begin, end, kinds, top_k=4, max_answer_tokens=4)
-  # All 10 pairs b <= e of the 4 context tokens, best first; ties in (begin rank, end rank)
-  # order (begin ranks 4, 3, 5, 6; end ranks 3, 6, 5, 4).
-  assert cands == [(10.0, 3, 3), (8.0, 4, 6), (6.0, 4, 5), (5.0, 4, 4), (4.0, 3, 6),
-                   (3.0, 5, 6), (3.0, 6, 6), (2.0, 3, 5), (1.0, 3, 4), (1.0, 5, 5)]
-  assert decoding.best_span(begin, end, kinds, top_k=4, max_answer_tokens=4) == cands[0]
-  assert decoding.span_candidates(begin, end, np.full(9, S)) == []
 
 
 def test_max_and_sum_reductions_pick_different_answers():
@@ -322,28 +306,6 @@ def test_inner_apostrophes_join_but_clitics_do_not():
                            (3, 10): ("O\u2019Neill\u2019s play",) * 2}.items():
     assert _answers({"tokens": tokens, "text": text, "begin": {b: 8.0}, "end": {e: 8.0}},
                     text=text) == expected
-  assert [t for t in ("O'Neill", "Shi'a", "rock'n'roll")
-          if not all(decoding._joins(t, i) for i in range(1, len(t)))] == []
-  assert [i for i in range(1, 10) if not decoding._joins("Hamilton's", i)] == [8, 9]
-  assert [i for i in range(1, 5) if not decoding._joins("don't", i)] == [3, 4]
-  assert not decoding._joins("students' x", 8)  # a trailing apostrophe is punctuation
-
-
-def test_snap_word_starts_and_word_bounds():
-  f, _ = _bpe_pack()
-  ws = decoding.snap_word_starts(f["word_start"][0], f["token_kind"][0], f["char_begin"][0],
-                                 f["char_end"][0], BPE_TEXT)
-  # Records' word starts (context 0 4 5 8 10 12) plus the punctuation cuts before "." "'s"
-  # "born" ")"; the question token keeps its own flag.
-  assert np.flatnonzero(ws[FIRST:FIRST + len(BPE_TOKENS)]).tolist() == [
-      0, 4, 5, 7, 8, 9, 10, 11, 12, 13]
-  first, last = decoding.word_bounds(ws, f["token_kind"][0])
-  assert first[FIRST:FIRST + 8].tolist() == [FIRST + i for i in (0, 0, 0, 0, 4, 5, 5, 7)]
-  assert last[FIRST:FIRST + 8].tolist() == [FIRST + i for i in (3, 3, 3, 3, 4, 6, 6, 7)]
-  # Non-context tokens are words of their own: [CLS] q [SEP] ... [SEP] pad.
-  end = FIRST + len(BPE_TOKENS)
-  assert first[:FIRST].tolist() == last[:FIRST].tolist() == [0, 1, 2]
-  assert first[end:].tolist() == last[end:].tolist() == list(range(end, BPE_L))
 
 
 def test_snap_joins_tokens_that_share_a_character():
@@ -376,12 +338,12 @@ def test_snapped_spans_are_unique_with_the_best_pair_score():
   args = (out["begin_logits"][0], out["end_logits"][0], f["token_kind"][0])
   ws = f["word_start"][0]
   # Token spans: (rs, ine) 10.5 and (E, ine) 10.0; both snap to "Erskine" (tokens 3..6).
-  raw = decoding.span_candidates(*args, top_k=2, max_answer_tokens=30)
+  raw = spans.span_candidates(*args, top_k=2, max_answer_tokens=30)
   assert raw[:2] == [(10.5, FIRST + 1, FIRST + 3), (10.0, FIRST, FIRST + 3)]
-  snapped = decoding.span_candidates(*args, top_k=2, max_answer_tokens=30, word_start=ws)
+  snapped = spans.span_candidates(*args, top_k=2, max_answer_tokens=30, word_start=ws)
   assert snapped[0] == (10.5, FIRST, FIRST + 3)
   assert len(snapped) == len(set((b, e) for _, b, e in snapped))
-  assert decoding.best_span(*args, top_k=2, word_start=ws) == snapped[0]
+  assert spans.best_span(*args, top_k=2, word_start=ws) == snapped[0]
   # The sum reduction counts the span once (10.5), not logsumexp(10.5, 10.0).
   dec = _bpe_decoder(reduction="sum")
   dec.add_pack(f, out)

@@ -75,6 +75,7 @@ def _assert_same_packs(got, want):
       np.testing.assert_array_equal(g[k], w[k], err_msg=k)
 
 
+@pytest.mark.slow
 def test_dataset_from_ram_output_dir(dirs):
   local, ram, _ = dirs
   want = _packs(input_lib.dataset_from_output_dir(os.path.join(local, "records")))
@@ -136,6 +137,7 @@ def test_configs_round_trip_on_ram(dirs):
     configs.load_configs(os.path.join(ram, "no_such_model"))
 
 
+@pytest.mark.slow
 def test_checkpoint_restores_from_ram(dirs):
   _, ram, model = dirs
   restored, mc = train.load_model(os.path.join(ram, "model"))
@@ -156,6 +158,7 @@ def _gold(records_dir):
           for d in documents_lib.load(records_dir).values()]
 
 
+@pytest.mark.slow
 def test_predict_and_evaluate_on_ram(dirs, tmp_path):
   local, ram, _ = dirs
   local_out = str(tmp_path / "p.json")
@@ -205,6 +208,7 @@ def test_predict_and_evaluate_on_ram(dirs, tmp_path):
     evaluate.score("squad", got, ram_gold)
 
 
+@pytest.mark.slow
 def test_predict_with_model_reuses_one_trace(dirs):
   local, ram, model = dirs
   records_dir = os.path.join(ram, "records")
@@ -224,6 +228,7 @@ def test_predict_with_model_reuses_one_trace(dirs):
     predict.predict_with_model(model, records_dir, max_packs=0)
 
 
+@pytest.mark.slow
 def test_forward_cache_does_not_keep_models_alive(dirs):
   _, ram, _ = dirs
   mc = configs.tiny(vocab_size=64, max_seq_length=SEQ_LENGTH)
@@ -248,6 +253,7 @@ def test_narrativeqa_gold_from_ram(tmp_path, dirs):
   assert narrativeqa.load_gold(_write(os.path.join(ram, "qaps.csv"), data)) == want
 
 
+@pytest.mark.slow
 def test_predict_with_model_built_under_mirrored_strategy(dirs):
   """The training driver's model (MirroredVariables, 2 logical CPUs from conftest) predicts,
   outside and inside the strategy's scope, what the same weights predict on one device."""

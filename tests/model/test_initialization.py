@@ -88,6 +88,7 @@ def _weights(seed, config):
   return {v.path.split("/", 1)[1]: v.numpy() for v in model.weights}
 
 
+@pytest.mark.slow
 def test_initialisation_is_reproducible_for_a_seed():
   config = CONFIGS["tiny_topk_preln"]
   first, again, other = _weights(7, config), _weights(7, config), _weights(8, config)

@@ -38,6 +38,7 @@ def _sub_documents(out):
     return json.load(f)["examples"]
 
 
+@pytest.mark.slow
 def test_narrativeqa_chain_on_fixtures(tmp_path):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
@@ -64,6 +65,7 @@ TM_QUESTIONS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir(SAMPLES), reason="no ../shared/samples")
 def test_narrativeqa_chain_on_the_time_machine(tmp_path):
   root = tmp_path / "nqa"
@@ -110,6 +112,7 @@ def _triviaqa_chain(tmp_path, question_file, evidence, per_document):
     return preds, metrics, json.load(f)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["wikipedia-dev", "web-dev"])
 def test_triviaqa_chain_on_fixtures(tmp_path, name):
   from model.evaluation import triviaqa as official  # pylint: disable=g-import-not-at-top
@@ -139,6 +142,7 @@ def test_triviaqa_chain_on_fixtures(tmp_path, name):
 
 @pytest.mark.skipif(not os.path.isdir(os.path.join(SAMPLES, "..", "triviaqa")),
                     reason="no ../shared/samples")
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["wikipedia-dev", "web-dev"])
 def test_triviaqa_chain_on_samples(tmp_path, name):
   from model.evaluation import triviaqa as official  # pylint: disable=g-import-not-at-top

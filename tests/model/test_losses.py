@@ -1,5 +1,6 @@
 """OR-loss, answer-type and supporting losses against hand-computed values."""
 
+import pytest
 import math
 
 import numpy as np
@@ -241,6 +242,7 @@ def test_readtwice_losses_with_mlm_and_coref():
   assert "mlm" not in losses.readtwice_losses(base, features)
 
 
+@pytest.mark.slow
 def test_losses_compile_with_xla():
   outputs, features = _full_outputs(7)
   for mode in ("mean", "paper"):

@@ -14,6 +14,8 @@ import sys
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.slow  # whole-job or multi-replica fixtures
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 R = 2
 N, L, P, V, H = 8, 6, 3, 11, 4
@@ -142,6 +144,7 @@ def test_pack_straddles_replicas():
   assert {0, 2} <= halves[0] & halves[1]
 
 
+@pytest.mark.slow
 def test_replica_losses_sum_to_single_device(replica_results):
   assert len(replica_results) == 3
   for name, r in replica_results.items():

@@ -98,6 +98,7 @@ def many():
   return _run(packs)
 
 
+@pytest.mark.slow
 def test_invariants(many):
   data, out = many
   ids, kind = data["token_ids"], data["token_kind"]
@@ -176,6 +177,7 @@ def test_replacement_proportions(many):
   assert ((new >= 0) & (new < V)).all()
 
 
+@pytest.mark.slow
 def test_deterministic_and_seeded():
   rng = np.random.default_rng(1)
   f = {k: tf.constant(v) for k, v in _pack(rng).items()}
@@ -204,6 +206,7 @@ def test_deterministic_and_seeded():
     np.testing.assert_array_equal(a[key].numpy(), g[key].numpy())
 
 
+@pytest.mark.slow
 def test_cap_keeps_first_positions_and_counts_overflow():
   rng = np.random.default_rng(2)
   packs = [_pack(rng) for _ in range(4)]
@@ -221,6 +224,7 @@ def test_cap_keeps_first_positions_and_counts_overflow():
   assert d["masked_positions"].shape == (1, N, 26)
 
 
+@pytest.mark.slow
 def test_label_map_path_and_whole_entity():
   rng = np.random.default_rng(3)
   packs = [_pack(rng) for _ in range(40)]

@@ -91,6 +91,7 @@ def test_mentions_are_the_name_spans_with_one_id_per_entity():
     lt.make_packs("R9", 1, 0)
 
 
+@pytest.mark.slow
 def test_trainer_trains_on_generated_packs_and_finetuning_leaves_out_coref(tmp_path):
   tf = pytest.importorskip("tensorflow")
   from benchmarks import memory_ladder  # pylint: disable=g-import-not-at-top
@@ -118,6 +119,7 @@ def test_trainer_trains_on_generated_packs_and_finetuning_leaves_out_coref(tmp_p
     trainer.Trainer(task, source, str(tmp_path / "n"), small, tc)
 
 
+@pytest.mark.slow
 def test_readtwice_e_learns_the_lookup_that_only_memory_can_solve():
   """R0 at the tiny size: ReadTwice(E) (its preset: identity memory init, sparse application)
   finds the marked entity's mention (>= 0.9); the same weights with other segments' memories

@@ -133,6 +133,7 @@ def _main():
   print(json.dumps(result))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xla_halves", [False, True])
 def test_model_on_two_replicas_equals_one_device(xla_halves):
   env = dict(os.environ, READTWICE_TEST_XLA_HALVES="1" if xla_halves else "")

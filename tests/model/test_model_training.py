@@ -65,6 +65,7 @@ def _trainer(config, jit, learning_rate=1e-3):
   return model, step
 
 
+@pytest.mark.slow
 def test_train_step_compiles_with_xla_and_matches_graph_mode():
   f = _pack()
   results = {}
@@ -78,6 +79,7 @@ def test_train_step_compiles_with_xla_and_matches_graph_mode():
 
 @pytest.mark.parametrize("preset_kw", [{}, {"same_segment_only": True},
                                        {"memory_application": "entity"}])
+@pytest.mark.slow
 def test_tiny_model_overfits_a_few_documents(preset_kw):
   f = _pack()
   model, step = _trainer(_config(**preset_kw), jit=False, learning_rate=3e-3)
@@ -99,6 +101,7 @@ def test_tiny_model_overfits_a_few_documents(preset_kw):
     assert np.unravel_index(end.argmax(), end.shape) == (rows.index(row), e), doc
 
 
+@pytest.mark.slow
 def test_train_cli_trains_readtwice_e_on_wikipedia_records(tmp_path, capsys):
   # Entity memories from the Wikipedia job's link mentions, through the trainer's input
   # pipeline (static mentions_* features) and the command line; mentions_dropped is logged.

@@ -47,6 +47,7 @@ def _python_records(out):
   return recs
 
 
+@pytest.mark.slow
 def test_reader_matches_python_decoding(out_dir):
   ds = input_lib.dataset_from_output_dir(out_dir)
   packs = list(ds.as_numpy_iterator())

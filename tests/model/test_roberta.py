@@ -117,6 +117,7 @@ def _max_diff(a, b, mask):
   return float(np.abs(a - b)[mask > 0].max())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["safetensors", "bin"])
 def test_bert_1_matches_hf_roberta(fmt, checkpoints, encoder):
   model = _our_model()
@@ -133,6 +134,7 @@ def test_bert_1_matches_hf_roberta(fmt, checkpoints, encoder):
     assert diff < ATOL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["safetensors", "bin"])
 def test_masked_lm_checkpoint_initialises_bert_1_and_mlm_head(fmt, checkpoints, masked_lm):
   model = _our_model()
@@ -194,6 +196,7 @@ def _copy_with_config(src, dst, **changes):
   return str(dst)
 
 
+@pytest.mark.slow
 def test_incompatible_checkpoints_raise(checkpoints, tmp_path):
   path = checkpoints["encoder", "safetensors"]
   wide = readtwice.build_model(configs.tiny(vocab_size=len(OUR_TOKENS), max_seq_length=L,
@@ -211,6 +214,7 @@ def test_incompatible_checkpoints_raise(checkpoints, tmp_path):
     roberta_mapping.initialize_from_roberta(_our_model(), path, OUR_TOKENS[:-1])
 
 
+@pytest.mark.slow
 def test_layer_count(checkpoints, encoder):
   path = checkpoints["encoder", "safetensors"]
   shallow = _our_model(num_layers_first=1)
@@ -225,6 +229,7 @@ def test_layer_count(checkpoints, encoder):
   assert (report["layers_initialised"], report["layers_random"]) == (2, 1)
 
 
+@pytest.mark.slow
 def test_without_vocab_json_needs_same_vocab(checkpoints, encoder, tmp_path):
   path = shutil.copytree(checkpoints["encoder", "bin"], tmp_path / "novocab")
   os.remove(path / "vocab.json")
@@ -298,6 +303,7 @@ def test_bin_reader_refuses_forbidden_globals(tmp_path):
   assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_cli_writes_a_restorable_checkpoint(checkpoints, encoder, tmp_path, capsys):
   vocab_file = tmp_path / "ours.json"
   vocab_file.write_text(json.dumps({t: i for i, t in enumerate(OUR_TOKENS)}))
@@ -335,6 +341,7 @@ def test_default_tokens_are_the_tokenizers():
   assert tokens[0] == "!" and tokens[50256] == "<|endoftext|>"
 
 
+@pytest.mark.slow
 def test_pretrain_driver_starts_from_roberta(tmp_path, capsys):
   """``model.pretrain --init_roberta``: the records' real vocabulary (GPT-2 ids + specials)
   mapped into a RoBERTa-ordered ``vocab.json`` (``<s> <pad> </s> <unk>`` first, as RoBERTa's);

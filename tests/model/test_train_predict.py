@@ -1,11 +1,12 @@
 """Decoding on hand-made logits, a few training steps, checkpoints and the prediction CLI."""
 
+import pytest
 import json
 import os
 
 import numpy as np
 
-from model import configs, decoding
+from model import configs, decoding, spans
 from schemas import records
 
 S, Q, C, P = (records.TOKEN_KIND_SPECIAL, records.TOKEN_KIND_QUESTION,
@@ -17,9 +18,9 @@ def test_best_span_constraints():
   begin = np.array([99, 98, 0, -20, 5, 0, 0, 97, 0], np.float32)
   end = np.array([99, 98, 0, 9, 0, 1, 3, 97, 0], np.float32)
   # Best unconstrained context pair would be begin 4 / end 3 (end < begin): not allowed.
-  assert decoding.best_span(begin, end, kinds) == (5.0 + 3.0, 4, 6)
-  assert decoding.best_span(begin, end, kinds, max_answer_tokens=2) == (5.0 + 1.0, 4, 5)
-  assert decoding.best_span(begin, end, np.full(9, S)) is None
+  assert spans.best_span(begin, end, kinds) == (5.0 + 3.0, 4, 6)
+  assert spans.best_span(begin, end, kinds, max_answer_tokens=2) == (5.0 + 1.0, 4, 5)
+  assert spans.best_span(begin, end, np.full(9, S)) is None
 
 
 def _features(question_ids, doc_ids, kinds, cb, ce, ccb, cce):
@@ -58,6 +59,7 @@ def test_decoder_maps_offsets_and_answer_types():
   assert preds["sp"]["q2"] == []
 
 
+@pytest.mark.slow
 def test_train_reduces_loss_and_predict(tmp_path, capsys):
   from tests.model import packs
   from model import predict, train

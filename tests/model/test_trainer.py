@@ -55,6 +55,7 @@ PRETRAIN_TINY = ["--preset", "tiny_e", "--learning_rate", "3e-3", "--optimizer",
                  "--log_batches"]
 
 
+@pytest.mark.slow
 def test_pretrain_cli_learns_masked_lm_and_writes_checkpoints(wiki_records, tmp_path, capsys):
   model_dir = str(tmp_path / "m")
   assert pretrain.main(["--records_dir", wiki_records, "--model_dir", model_dir, "--steps", "40",
@@ -80,6 +81,7 @@ def test_pretrain_cli_learns_masked_lm_and_writes_checkpoints(wiki_records, tmp_
   assert os.listdir(os.path.join(model_dir, "tb"))
 
 
+@pytest.mark.slow
 def test_mlm_evaluation_counts_are_a_hand_computation(wiki_records):
   """Held-out metrics equal NumPy over the model's own logits on the same fixed masks."""
   mc = configs.config_from_manifest(training_data.read_manifests([wiki_records])[0], "tiny_e")
@@ -108,6 +110,7 @@ def test_mlm_evaluation_counts_are_a_hand_computation(wiki_records):
   assert got["mlm_other_accuracy"] == pytest.approx((correct - ent_correct) / (tokens - ent))
 
 
+@pytest.mark.slow
 def test_finetune_cli_evaluates_keeps_best_and_stops_early(tmp_path, capsys):
   records = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
   gold = _hotpot_gold(records, str(tmp_path / "gold.json"))
@@ -131,6 +134,7 @@ def test_finetune_cli_evaluates_keeps_best_and_stops_early(tmp_path, capsys):
   assert evaluate.run("hotpotqa", out, gold)["f1"] == pytest.approx(max(f1))
 
 
+@pytest.mark.slow
 def test_finetune_early_stopping(tmp_path, capsys):
   records = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
   gold = _hotpot_gold(records, str(tmp_path / "gold.json"))
@@ -144,6 +148,7 @@ def test_finetune_early_stopping(tmp_path, capsys):
   assert [e["step"] for e in summary["evaluations"]] == [5, 10, 15]
 
 
+@pytest.mark.slow
 def test_finetune_on_hotpotqa_pipeline_output(tmp_path, capsys):
   """The user's path: official-format files -> the HotpotQA job -> model.finetune with dev
   evaluation against the official dev file -> model.predict on the best model."""
@@ -203,6 +208,7 @@ def _batches_by_step(lines):
   return {x["step"]: x["batches"] for x in lines if "batches" in x}
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_with_the_same_batches(wiki_records, tmp_path, capsys):
   steps = 60
   ref_dir = str(tmp_path / "ref")
@@ -256,6 +262,7 @@ def _mirrored_vs_one_device(kind, records, work_dir):
   return {"loss_keys": task.loss_keys, **logs}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["pretrain", "finetune"])
 def test_mirrored_matches_one_device(wiki_records, tmp_path, kind):
   """2 replicas (logical CPUs), each with half of every pack, log the losses of one device.

@@ -88,6 +88,7 @@ def test_help_exits_0_with_a_real_example(capsys):
   assert args.seq_length == 512 and "--direct_num_workers" in beam_args
 
 
+@pytest.mark.slow
 def test_a_typo_in_a_real_process_exits_2_with_one_line(small_input, tmp_path):
   proc = subprocess.run(
       [sys.executable, "-m", "pipelines.hotpotqa", "--input", small_input,

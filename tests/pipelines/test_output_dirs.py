@@ -87,6 +87,7 @@ def _assert_complete(out):
 # --- 1. one job per output dir --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_live_claim_refuses_a_second_job_even_with_overwrite(small_input, tmp_path):
   out = str(tmp_path / "out")
   held = claim_lib.claim(out, "hotpotqa")  # this process: alive, on this host
@@ -105,6 +106,7 @@ def test_a_live_claim_refuses_a_second_job_even_with_overwrite(small_input, tmp_
   assert not os.path.exists(os.path.join(out, claim_lib.CLAIM_FILE))
 
 
+@pytest.mark.slow
 def test_a_stale_claim_is_taken_over_with_one_warning(small_input, tmp_path):
   out = tmp_path / "out"
   out.mkdir()
@@ -121,6 +123,7 @@ def test_a_stale_claim_is_taken_over_with_one_warning(small_input, tmp_path):
   _assert_complete(str(out))
 
 
+@pytest.mark.slow
 def test_two_jobs_started_at_once_on_one_dir(small_input, tmp_path):
   out = str(tmp_path / "out")
   jobs = [_start("--input", small_input, "--output_dir", out, *SMALL) for _ in range(2)]
@@ -136,6 +139,7 @@ def test_two_jobs_started_at_once_on_one_dir(small_input, tmp_path):
   assert proc.returncode == 0 and "=== pack" in proc.stdout, proc.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_releases_the_claim_and_deletes_temporary_files(tmp_path):
   src = write_json(tmp_path / "big.json", [
       hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARAS * 20)
@@ -158,6 +162,7 @@ def test_ctrl_c_releases_the_claim_and_deletes_temporary_files(tmp_path):
 # --- 2. temporary files -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_temporary_files_are_never_records_and_are_gone_after_a_failure(small_input, tmp_path,
                                                                         monkeypatch):
   out = str(tmp_path / "out")
@@ -214,6 +219,7 @@ def test_write_atomically_names_and_cleans_its_temporary_file(tmp_path):
 # --- 4. runs that write nothing ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_parquet_file_as_hotpotqa_input_fails_naming_the_reason(tmp_path):
   import pyarrow as pa  # pylint: disable=g-import-not-at-top
   import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
@@ -254,6 +260,7 @@ def test_empty_run_message_ranks_reasons():
 # --- 6. directories and files in the wrong place ----------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slash", ["", "/"])
 def test_a_directory_as_input_is_one_line_suggesting_a_glob(small_input, tmp_path, slash):
   src = tmp_path / "data"
@@ -269,6 +276,7 @@ def test_a_directory_as_input_is_one_line_suggesting_a_glob(small_input, tmp_pat
   assert not out.exists()
 
 
+@pytest.mark.slow
 def test_an_output_dir_that_is_a_file_is_one_line(small_input, tmp_path):
   target = tmp_path / "out"
   target.write_text("not a directory")
@@ -284,6 +292,7 @@ def test_an_output_dir_that_is_a_file_is_one_line(small_input, tmp_path):
 # --- 7. the manifest's batch sizes -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_manifest_records_the_job_and_annotation_batch_sizes(small_input, tmp_path,
                                                                 capsys):
   out = str(tmp_path / "out")
@@ -315,6 +324,7 @@ def job_output(tmp_path_factory):
   return out
 
 
+@pytest.mark.slow
 def test_inspector_reads_the_manifests_shards_not_a_glob(job_output, tmp_path):
   import shutil  # pylint: disable=g-import-not-at-top
   out = str(tmp_path / "copy")
@@ -328,6 +338,7 @@ def test_inspector_reads_the_manifests_shards_not_a_glob(job_output, tmp_path):
   assert f"# files: {out}/records-00000-of-00001.tfrecord\n" in proc.stdout
 
 
+@pytest.mark.slow
 def test_inspector_warns_about_a_dir_without_completed_or_manifest(job_output, tmp_path):
   import shutil  # pylint: disable=g-import-not-at-top
   out = str(tmp_path / "copy")
@@ -357,6 +368,7 @@ def test_inspector_warns_about_a_dir_without_completed_or_manifest(job_output, t
      "--records_dir OUT/manifest.json is a file; give the job's output directory (the one "
      "holding manifest.json)"),
 ])
+@pytest.mark.slow
 def test_inspector_errors_are_one_line(job_output, tmp_path, args, code, message):
   args = [a.replace("OUT", job_output).replace("NOWHERE", str(tmp_path / "nowhere"))
           for a in args]

@@ -73,6 +73,7 @@ def test_user_error_survives_the_runner_rewrapping_it():
   assert user_error_message(ValueError("a bug")) is None
 
 
+@pytest.mark.slow
 def test_a_local_run_logs_inputs_progress_outputs_and_ends_with_the_json_summary(
     small_input, tmp_path):
   out = tmp_path / "out"

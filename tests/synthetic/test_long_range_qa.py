@@ -32,6 +32,8 @@ from synthetic.long_range_qa.names import NamePool, name_cores
 from synthetic.long_range_qa.segments import fact_segments
 from tests.pipelines.helpers import read_records
 
+pytestmark = pytest.mark.slow  # whole-job or multi-replica fixtures
+
 PARAMS = Params()  # 6 segments of 128 tokens, distances 1-4, 3 distractors
 TRAIN_SEED, DEV_SEED = 0, 1
 
@@ -274,6 +276,7 @@ def built(tmp_path_factory, train, dev):
   return build(out, train[:4], dev[:3], seed=TRAIN_SEED, params=PARAMS, parallel=2)
 
 
+@pytest.mark.slow
 def test_build_writes_the_official_files(built, train, dev):
   paths = built["paths"]
   with open(paths["dev"], encoding="utf-8") as f:
@@ -335,6 +338,7 @@ def test_records_hold_linked_fact_names_and_the_answer_in_its_segment_only(built
     assert s["answers_in_intended_segment_only_fraction"] == 1.0
 
 
+@pytest.mark.slow
 def test_the_target_is_placed_like_any_distractor():
   """No positional cue: over many documents the answer is any of the M birth facts (in document
   order) about equally often, and distractor triples' facts are as far apart as the target's

@@ -10,9 +10,11 @@ import pytest
 
 from schemas import documents as documents_schema
 from schemas import entities as entities_schema
-from synthetic import jobs
+from schemas import records_dir
 from synthetic.memory_corpus import build as mc_build
 from synthetic.memory_corpus import corpus as mc
+
+pytestmark = pytest.mark.slow  # whole-job or multi-replica fixtures
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(REPO, "..", "shared", "samples")
@@ -32,17 +34,12 @@ def built(tmp_path_factory):
   return written
 
 
-def _manifest(out):
-  with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
-    return json.load(f)
-
-
 def _mentions(out):
   """(document id, segment index, mention text, entity id) of every mention in the records, and
   {document id: its segment indices}."""
   docs = documents_schema.load(out)
   found, segments = [], collections.defaultdict(set)
-  for r in jobs.iter_packs(out):
+  for r in records_dir.iter_packs(out):
     L = len(r["token_ids"]) // len(r["segment_mask"])
     for s, real in enumerate(r["segment_mask"]):
       if real:
@@ -67,6 +64,7 @@ def test_same_seed_same_dump_bytes_and_other_seed_differs(tmp_path):
   assert mc.dump_bytes(paths[0]) != mc.dump_bytes(paths[2])
 
 
+@pytest.mark.slow
 def test_the_built_dumps_are_what_the_generator_writes(built, tmp_path):
   corpus = mc.generate_corpus(3, TRAIN_DOCS, HELDOUT_DOCS)
   for split in mc.SPLITS:
@@ -113,7 +111,7 @@ def test_cues_are_unique_within_a_document_and_mentions_recur():
 def test_manifests_reconcile_and_every_document_is_written(built):
   for split, docs in (("train", TRAIN_DOCS), ("heldout", HELDOUT_DOCS)):
     s = built["splits"][split]
-    c = _manifest(s["output_dir"])["counts"]
+    c = records_dir.read_manifest(s["output_dir"])["counts"]
     assert c["input"] == c["written"] + c["skipped"] + c["rejected"]
     assert c == {"input": docs, "written": docs, "skipped": 0, "rejected": 0}
     assert s["reconciles"] and s["documents"] == docs
@@ -122,7 +120,7 @@ def test_manifests_reconcile_and_every_document_is_written(built):
     if real is None:
       assert not os.path.isdir(os.path.join(SAMPLES, name if name == "wikipedia" else "books"))
       continue
-    c = _manifest(real["output_dir"])["counts"]
+    c = records_dir.read_manifest(real["output_dir"])["counts"]
     assert c["input"] == c["written"] + c["skipped"] + c["rejected"] and c["written"] > 0
 
 

@@ -3,11 +3,12 @@ Document.  Pure Python: no Beam, no TensorFlow.
 
 One document per file, in four steps:
 
-1. :func:`decode_text`: bytes -> str (UTF-8, UTF-16 with a BOM, cp1252, latin-1), line ends
-   normalised to LF and NUL characters removed;
+1. :func:`pipelines.text.plain_text.decode_text`: bytes -> str (UTF-8, UTF-16 with a BOM,
+   cp1252, latin-1), line ends normalised to LF and NUL characters removed;
 2. :func:`strip_gutenberg`: the Project Gutenberg header and licence footer removed, with the
    "Produced by ..." credit paragraph that follows the header;
-3. :func:`paragraphs`: blank-line separated paragraphs, hard-wrapped lines joined with a space;
+3. :func:`pipelines.text.plain_text.paragraphs`: blank-line separated paragraphs, hard-wrapped
+   lines joined with a space;
 4. :func:`parse_book`: the paragraphs joined with a blank line into ``Document.text``, one
    ``Paragraph`` (title ``""``) per paragraph with exact character offsets.
 
@@ -22,8 +23,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from pipelines.document import BadInput, Document, Paragraph
-
-PARAGRAPH_SEPARATOR = "\n\n"
+from pipelines.text import plain_text
 
 # Gutenberg markers only count in these windows, so a book that quotes one in its body keeps it:
 # the header marker in the first max(20% of lines, 600 lines), the footer marker in the last.
@@ -44,44 +44,6 @@ _END = re.compile(
     re.IGNORECASE)
 _CREDIT = re.compile(r"(?:this\s+" + _EBOOK + r"\s+(?:was|has\s+been)\s+)?produced\s+by\b",
                      re.IGNORECASE)
-# Horizontal whitespace collapsed inside paragraphs.
-_SPACES = re.compile(r"[ \t\f\v]+")
-
-_UTF8_BOM = b"\xef\xbb\xbf"
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-
-
-def decode_text(data: bytes) -> Tuple[str, str]:
-  """Returns ``(text, encoding)``; never fails.
-
-  The first that applies: UTF-8 with a BOM (``"utf-8-sig"``, the BOM stripped), UTF-8
-  (``"utf-8"``), UTF-16 when the data starts with a UTF-16 BOM (``"utf-16"``, the BOM stripped),
-  cp1252 when every byte decodes (``"cp1252"``), else latin-1 (``"latin-1"``, which decodes any
-  bytes).  Then NUL characters are removed and CRLF and lone CR become LF.
-  """
-  text, encoding = None, ""
-  try:
-    if data.startswith(_UTF8_BOM):
-      text, encoding = data.decode("utf-8-sig"), "utf-8-sig"
-    else:
-      text, encoding = data.decode("utf-8"), "utf-8"
-  except UnicodeDecodeError:
-    pass
-  if text is None and data.startswith(_UTF16_BOMS):
-    try:
-      text, encoding = data.decode("utf-16"), "utf-16"
-    except UnicodeDecodeError:
-      pass
-  if text is None:
-    try:
-      text, encoding = data.decode("cp1252"), "cp1252"
-    except UnicodeDecodeError:
-      text, encoding = data.decode("latin-1"), "latin-1"
-  if "\x00" in text:
-    text = text.replace("\x00", "")
-  if "\r" in text:
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-  return text, encoding
 
 
 def _window(n: int) -> int:
@@ -172,32 +134,11 @@ def strip_gutenberg(text: str) -> Tuple[str, bool, bool]:
   When a marker is found, a credit paragraph ("Produced by ...", "This etext was produced by
   ...") that starts within the first 10 non-empty lines of what is left is dropped too (PG-19
   files have no header but keep the credit and the footer).  Without markers the text comes
-  back unchanged, flags False.  Lines are split on "\\n" only (see :func:`decode_text`).
+  back unchanged, flags False.  Lines are split on "\\n" only (see
+  :func:`pipelines.text.plain_text.decode_text`).
   """
   body, header, footer, _ = _strip(text)
   return body, header, footer
-
-
-def paragraphs(body: str) -> List[str]:
-  """The paragraphs of ``body`` (LF line ends).
-
-  Paragraphs are separated by blank lines (lines that are empty after ``str.strip()``).  Inside
-  a paragraph each line is stripped and the lines are joined with one space; hyphenated line
-  ends are kept as they are ("well-" + "known" -> "well- known").  Runs of spaces, tabs, form
-  feeds and vertical tabs become one space.  Empty paragraphs are dropped.
-  """
-  out: List[str] = []
-  current: List[str] = []
-  for line in _SPACES.sub(" ", body).split("\n"):
-    line = line.strip()
-    if line:
-      current.append(line)
-    elif current:
-      out.append(" ".join(current))
-      current = []
-  if current:
-    out.append(" ".join(current))
-  return out
 
 
 def book_id(path: str) -> str:
@@ -227,9 +168,9 @@ def parse_book_with_stats(data: bytes, path: str,
   doc_id = document_id or book_id(path)
   if not doc_id:
     raise BadInput("bad_id", f"no document id and no file name in {path!r}")
-  text, encoding = decode_text(data)
+  text, encoding = plain_text.decode_text(data)
   body, header, footer, credit = _strip(text)
-  paras = paragraphs(body)
+  paras = plain_text.paragraphs(body)
   if not paras:
     raise BadInput("empty_book", f"no text left in {len(data)} bytes ({encoding}, "
                                  f"Gutenberg header {header}, footer {footer})")
@@ -237,8 +178,8 @@ def parse_book_with_stats(data: bytes, path: str,
   pos = 0
   for para in paras:
     spans.append(Paragraph(title="", begin=pos, end=pos + len(para)))
-    pos += len(para) + len(PARAGRAPH_SEPARATOR)
-  doc = Document(id=doc_id, text=PARAGRAPH_SEPARATOR.join(paras), source_id=path,
+    pos += len(para) + len(plain_text.PARAGRAPH_SEPARATOR)
+  doc = Document(id=doc_id, text=plain_text.PARAGRAPH_SEPARATOR.join(paras), source_id=path,
                  paragraphs=tuple(spans))
   return doc, book_stats(data, doc, encoding, header, footer, credit)
 

@@ -9,7 +9,7 @@ movie scripts, some as HTML).
 
 A story's text (:func:`story_text`):
 
-1. bytes -> str with :func:`pipelines.datasets.books.reader.decode_text` (UTF-8 with or without a BOM,
+1. bytes -> str with :func:`pipelines.text.plain_text.decode_text` (UTF-8 with or without a BOM,
    UTF-16 with a BOM, cp1252, Latin-1; CRLF and CR -> LF);
 2. scripts (``kind == "movie"``) that hold HTML: tags removed (``<br>`` and block tags become
    line breaks) and entities decoded;
@@ -18,7 +18,7 @@ A story's text (:func:`story_text`):
    "new eBooks."), so they are matched token by token with any whitespace, or none, between
    tokens.  A marker that is not found is a :class:`BadInput` (``missing_story_start`` /
    ``missing_story_end``): every question of that story becomes a dead letter with that reason;
-4. paragraphs as :func:`pipelines.datasets.books.reader.paragraphs` makes them (hard-wrapped lines
+4. paragraphs as :func:`pipelines.text.plain_text.paragraphs` makes them (hard-wrapped lines
    joined, runs of spaces collapsed), joined with a blank line.
 
 ``--context summary`` reads the story's Wikipedia summary from ``summaries.csv`` instead (a
@@ -38,7 +38,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from schemas import records
 from pipelines.document import BadInput, Document, Paragraph, Question
-from pipelines.datasets.books import reader as books
+from pipelines.text import plain_text
 
 SPLITS = ("train", "valid", "test")
 CONTEXTS = ("story", "summary")
@@ -104,8 +104,8 @@ def _document(text_paragraphs: Sequence[str]) -> Tuple[str, Tuple[Paragraph, ...
   pieces, paragraphs, pos = [], [], 0
   for i, p in enumerate(text_paragraphs):
     if i:
-      pieces.append(books.PARAGRAPH_SEPARATOR)
-      pos += len(books.PARAGRAPH_SEPARATOR)
+      pieces.append(plain_text.PARAGRAPH_SEPARATOR)
+      pos += len(plain_text.PARAGRAPH_SEPARATOR)
     pieces.append(p)
     paragraphs.append(Paragraph(title="", begin=pos, end=pos + len(p)))
     pos += len(p)
@@ -116,13 +116,13 @@ def story_text(data: bytes, kind: str, story_start: str, story_end: str
                ) -> Tuple[str, Tuple[Paragraph, ...], Dict[str, int]]:
   """The story of a ``.content`` file: (text, paragraphs, counters); BadInput when unusable."""
   stats: Dict[str, int] = {}
-  text, encoding = books.decode_text(data)
+  text, encoding = plain_text.decode_text(data)
   stats[f"encoding_{encoding.replace('-', '_')}"] = 1
   if kind == "movie" and looks_like_html(text):
     text = strip_html(text)
     stats["html_stripped"] = 1
   body = cut_story(text, story_start, story_end)
-  story, paragraphs = _document(books.paragraphs(body))
+  story, paragraphs = _document(plain_text.paragraphs(body))
   if not story.strip():
     raise BadInput("empty_story", "nothing between story_start and story_end")
   return story, paragraphs, stats
@@ -130,7 +130,7 @@ def story_text(data: bytes, kind: str, story_start: str, story_end: str
 
 def summary_text(summary: str) -> Tuple[str, Tuple[Paragraph, ...]]:
   """A Wikipedia summary from ``summaries.csv`` as a document text."""
-  story, paragraphs = _document(books.paragraphs(summary.replace("\r\n", "\n").replace(
+  story, paragraphs = _document(plain_text.paragraphs(summary.replace("\r\n", "\n").replace(
       "\r", "\n")))
   if not story.strip():
     raise BadInput("empty_summary", "the summary is empty")

@@ -23,7 +23,7 @@ from typing import Dict, FrozenSet, List, Optional, Tuple, Union
 
 from pipelines.document import Document, Mention, Paragraph
 from pipelines.datasets.wikipedia.reader import Page, SiteInfo
-from pipelines.text import wikitext
+from pipelines.text import wiki_titles, wikitext
 
 DOCUMENT, REDIRECT, SKIP = "document", "redirect", "skip"
 
@@ -42,26 +42,26 @@ class PageRules:
             "self_mentions": self.self_mentions}
 
 
-def namespaces_of(siteinfo: Optional[SiteInfo]) -> wikitext.Namespaces:
+def namespaces_of(siteinfo: Optional[SiteInfo]) -> wiki_titles.Namespaces:
   """The wikitext namespace table of a dump (its ``<siteinfo>``, else English defaults): the
   dump's own names, MediaWiki's canonical English names and aliases (``SiteInfo.link_names``)."""
   info = siteinfo or SiteInfo.default()
-  return wikitext.Namespaces(names=info.link_names(),
-                             first_letter_case=info.case != "case-sensitive")
+  return wiki_titles.Namespaces(names=info.link_names(),
+                                first_letter_case=info.case != "case-sensitive")
 
 
 Outcome = Tuple[str, Union[Tuple[Document, List[Tuple[str, str]]], Tuple[str, str], str]]
 
 
-def convert_page(page: Page, namespaces: wikitext.Namespaces, rules: PageRules) -> Outcome:
+def convert_page(page: Page, namespaces: wiki_titles.Namespaces, rules: PageRules) -> Outcome:
   """``(DOCUMENT, (document, [(target, anchor), ...]))``, ``(REDIRECT, (title, target))`` or
   ``(SKIP, reason)``."""
   if page.namespace != 0:
     return SKIP, "namespace"
-  target = (wikitext.normalize_title(page.redirect, namespaces) if page.redirect is not None
-            else wikitext.redirect_target(page.text, namespaces))
+  target = (wiki_titles.normalize_title(page.redirect, namespaces) if page.redirect is not None
+            else wiki_titles.redirect_target(page.text, namespaces))
   if page.redirect is not None or target is not None:
-    title = wikitext.normalize_title(page.title, namespaces)
+    title = wiki_titles.normalize_title(page.title, namespaces)
     if target is None or title is None or target.namespace != 0:
       return SKIP, "redirect_outside_articles"
     return REDIRECT, (title.text, target.text)

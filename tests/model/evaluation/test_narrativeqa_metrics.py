@@ -303,6 +303,7 @@ def meteor_results():
           'hyps': hyps, 'refs': refs}
 
 
+@pytest.mark.slow
 def test_meteor_equals_pycocoevalcap(meteor_results):
   direct_score, direct_rows = meteor_results['direct']
   ours_score, ours_rows = meteor_results['ours']
@@ -311,6 +312,7 @@ def test_meteor_equals_pycocoevalcap(meteor_results):
   assert meteor_results['metrics']['meteor'] == float(direct_score)
 
 
+@pytest.mark.slow
 def test_meteor_rewards_inexact_matches(meteor_results):
   _, rows = meteor_results['ours']
   hyps, refs = meteor_results['hyps'], meteor_results['refs']

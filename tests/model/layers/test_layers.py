@@ -176,6 +176,7 @@ def test_model_config_serialisation():
   assert clone.config == model.config
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("same_segment_only", [False, True])
 def test_memory_attention_probe_shows_which_memories_each_token_reads(same_segment_only):
   """The probe's attention is the model's own (its no-op share is the forward pass'

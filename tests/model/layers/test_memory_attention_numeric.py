@@ -436,6 +436,7 @@ def test_gathered_memories_under_mirrored_strategy(monkeypatch):
   np.testing.assert_allclose(local, expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_gradients_are_finite_under_xla():
   # Top-k with fewer allowed memories than k, padding segments and the sparse mask: no NaN.
   layer = _layer(top_k=4, same_segment_only=True)

@@ -68,6 +68,7 @@ def test_window_compiles_with_xla_and_is_serialised():
     MemoryAttention(H, HEADS, 1, memory_window=0)
 
 
+@pytest.mark.slow
 def test_windowed_model_equals_the_dense_model():
   from model import configs, readtwice  # pylint: disable=g-import-not-at-top
   from tests.model.test_model_training import L as TL, N as TN, K, _pack  # pylint: disable=g-import-not-at-top

@@ -131,6 +131,7 @@ def test_records_task_of_a_manifest():
     predict.records_task({"job": "jsonl_qa", "task": "squad2"}, docs)
 
 
+@pytest.mark.slow
 def test_predict_and_score_extractive_qa_records(tmp_path, capsys):
   """``model.predict`` on records whose manifest names the task (``jsonl_qa`` writes
   ``"task": "extractive_qa"``), with ``--gold`` the JSON-lines file."""

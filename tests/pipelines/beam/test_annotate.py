@@ -1,6 +1,7 @@
 """The annotation stage in the books and HotpotQA jobs: spaCy (blank model + an EntityRuler of
 the Wikipedia job's aliases) finds mentions, the alias linker gives them the entity ids."""
 
+import pytest
 import json
 import os
 
@@ -15,6 +16,7 @@ from tests.pipelines.datasets.wikipedia.test_dataset import SMALL
 FLAGS = ["--ner", "spacy", "--linker", "alias", "--linker_min_count", "1"]
 
 
+@pytest.mark.slow
 def test_books_get_linked_mentions(tmp_path, entities_dir):
   src = tmp_path / "in"
   src.mkdir()
@@ -34,6 +36,7 @@ def test_books_get_linked_mentions(tmp_path, entities_dir):
   assert m["distributions"]["mentions_per_document"]["max"] == 3
 
 
+@pytest.mark.slow
 def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir, capsys):
   path = write_json(tmp_path / "h.json", [hotpot_record(
       "q1", "Which river flows through Paris?", "Seine",
@@ -55,6 +58,7 @@ def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir, capsys):
   assert f"⟦ENT {ids['France']} France France⟧" in shown
 
 
+@pytest.mark.slow
 def test_hotpotqa_paragraph_titles_link_their_mentions(tmp_path, entities_dir):
   # With an alias prior too strict to link anything, a mention equal to its paragraph's title
   # still gets that title's entity; others stay unknown.

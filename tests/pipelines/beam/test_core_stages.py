@@ -101,6 +101,7 @@ def test_source_order_is_input_order():
   assert sorted(ids) != sorted(ids, key=source_order)  # string order was the defect
 
 
+@pytest.mark.slow
 def test_dedup_keeps_the_first_occurrence_and_records_the_skipped_ones():
   docs = [_doc("a", "f#10"), _doc("a", "f#2"), _doc("a", "f#11"), _doc("b", "f#3")]
   with TestPipeline(runner=FnApiRunner()) as p:

@@ -51,6 +51,7 @@ def test_no_dataset_named_is_a_usage_error(capsys):
                                                "names the dataset") for line in err)
 
 
+@pytest.mark.slow
 def test_a_job_imports_only_its_own_dataset():
   code = ("import json, sys; from pipelines import books\n"
           "try:\n  books.main(['--help'])\nexcept SystemExit:\n  pass\n"

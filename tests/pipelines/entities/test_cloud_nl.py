@@ -250,6 +250,7 @@ HOTPOT = [
 ]
 
 
+@pytest.mark.slow
 def test_hotpotqa_job_annotates_through_the_api_and_never_pays_twice(tmp_path, entities_dir):
   path = write_json(tmp_path / "h.json", HOTPOT)
   faults = {"[busy]": ["RESOURCE_EXHAUSTED", "UNAVAILABLE"], "[bad]": ["ALWAYS_INVALID_ARGUMENT"]}
@@ -285,6 +286,7 @@ def test_hotpotqa_job_annotates_through_the_api_and_never_pays_twice(tmp_path, e
   assert sorted(set(record_mentions(out2, entities_dir))) == sorted(set(record_mentions(out, entities_dir)))
 
 
+@pytest.mark.slow
 def test_dry_run_and_budget(tmp_path, entities_dir, capsys):
   src = tmp_path / "books"
   src.mkdir()

@@ -54,6 +54,7 @@ def _leftovers(out):
           if ".tmp" in n or n == ".claim.json"]
 
 
+@pytest.mark.slow
 def test_unavailable_service_stops_the_job_after_n_consecutive_failures(tmp_path):
   src = _input(tmp_path, 40)
   with FakeLanguageServer(ENTITIES, {"Paris": ["ALWAYS_UNAVAILABLE"]}) as server:
@@ -70,6 +71,7 @@ def test_unavailable_service_stops_the_job_after_n_consecutive_failures(tmp_path
   assert not (out / "COMPLETED").exists() and not _leftovers(out)
 
 
+@pytest.mark.slow
 def test_a_refused_connection_stops_the_job(tmp_path):
   with socket.socket() as s:  # a free port, closed again: nothing listens there
     s.bind(("127.0.0.1", 0))
@@ -83,6 +85,7 @@ def test_a_refused_connection_stops_the_job(tmp_path):
   assert not _leftovers(tmp_path / "out")
 
 
+@pytest.mark.slow
 def test_a_short_outage_below_the_limit_is_an_empty_run(tmp_path):
   with FakeLanguageServer(ENTITIES, {"Paris": ["ALWAYS_UNAVAILABLE"]}) as server:
     proc = _run(tmp_path, _input(tmp_path, 3), server.endpoint)

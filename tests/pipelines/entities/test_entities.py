@@ -50,6 +50,7 @@ EXPECTED_TABLE = {
 }
 
 
+@pytest.mark.slow
 def test_vocabulary_counts_redirect_resolved_mentions_and_ranks_them(tmp_path):
   # "Paris" and "Paris, France" (a redirect to Paris) lie in different partitions: their
   # ("Paris", Paris) alias rows are in two files and read_aliases sums them.
@@ -65,6 +66,7 @@ def test_vocabulary_counts_redirect_resolved_mentions_and_ranks_them(tmp_path):
       ("Rome", "Rome", 4, 1), ("nowhere", "Nowhere", 3, 1), ("the capital", "Paris", 1, 1)]
 
 
+@pytest.mark.slow
 def test_max_entities_and_min_count_cut_the_vocabulary_and_unknown_is_zero(tmp_path):
   vocab, aliases = _run(tmp_path, VocabularyConfig(max_entities=2, entity_partitions=1))
   assert [(v["title"], v["entity_id"]) for v in vocab] == [("Paris", 1), ("Berlin", 2)]

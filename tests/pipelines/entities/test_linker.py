@@ -129,6 +129,7 @@ def test_config_validation(kwargs, flag):
     LinkerConfig(**kwargs)
 
 
+@pytest.mark.slow
 def test_a_large_table():
   # 300k rows, 100k lookups: the size a test can afford (speed is not asserted here; tests
   # check behaviour, benchmarks/ measure time).

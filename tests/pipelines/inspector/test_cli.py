@@ -18,6 +18,7 @@ def _env() -> Dict[str, str]:
   return dict(os.environ, PYTHONPATH=str(ROOT))
 
 
+@pytest.mark.slow
 def test_hotpotqa_pipeline_output_and_cli_html(tmp_path):
   from pipelines import hotpotqa
   from pipelines.beam.config import RecordsConfig
@@ -55,6 +56,7 @@ def test_hotpotqa_pipeline_output_and_cli_html(tmp_path):
   assert "tall &amp; &lt;old&gt;." in body
 
 
+@pytest.mark.slow
 def test_cli_text_mode_is_tensorflow_free(output_dir, capsys):
   code = ("import sys; from pipelines.inspector import cli as i; "
           f"rc = i.main(['--records_dir', {os.path.dirname(output_dir)!r}, '--max_segments', '1']); "

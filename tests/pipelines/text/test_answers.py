@@ -75,6 +75,7 @@ def _reference_spans(answer, text):
   return sorted(m.span() for m in re.finditer(head + core + tail, text, re.IGNORECASE))
 
 
+@pytest.mark.slow
 def test_occurrences_equal_the_lookaround_regex_on_random_texts():
   import random
   rng = random.Random(0)

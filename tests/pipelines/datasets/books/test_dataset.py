@@ -24,6 +24,7 @@ FOOTER = ("\r\n\r\nEnd of the Project Gutenberg EBook of A Test\r\n\r\n"
           "*** END OF THIS PROJECT GUTENBERG EBOOK A TEST ***\r\n\r\nLicence text here.\r\n")
 
 
+@pytest.mark.slow
 def test_books_job_writes_whole_books_as_sub_documents_and_reconciles(tmp_path):
   src = tmp_path / "in"
   src.mkdir()
@@ -82,6 +83,7 @@ def test_books_job_flags(tmp_path, capsys):
   assert "did you mean --ner" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_pg19_samples_go_through(tmp_path):
   paths = sorted(glob.glob(os.path.join(SAMPLES, "books", "pg19", "*", "*.txt")))
   if not paths:

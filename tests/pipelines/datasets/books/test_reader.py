@@ -1,5 +1,6 @@
-"""The plain-text books reader: decoding, Gutenberg header/footer removal, paragraphs, offsets,
-and the real PG-19 / NarrativeQA samples (skipped when ../shared/samples is absent)."""
+"""The plain-text books reader: Gutenberg header/footer removal, paragraphs and offsets, and the
+real PG-19 / NarrativeQA samples (skipped when ../shared/samples is absent).  Decoding and
+paragraph rules: tests/pipelines/text/test_plain_text.py."""
 
 import os
 
@@ -7,6 +8,7 @@ import pytest
 
 from pipelines.document import BadInput, Paragraph
 from pipelines.datasets.books import reader as books
+from pipelines.text import plain_text
 
 REPO = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
 SAMPLES = os.path.join(REPO, "..", "shared", "samples")
@@ -22,38 +24,6 @@ def sample(*parts):
 
 def texts(doc):
   return [doc.text[p.begin:p.end] for p in doc.paragraphs]
-
-
-# ---------------------------------------------------------------------------------------------
-# decode_text
-
-
-def test_decode_utf8_with_bom_and_crlf():
-  assert books.decode_text(b"\xef\xbb\xbfHello\r\nW\xc3\xb6rld\r\n") == ("Hello\nWörld\n",
-                                                                          "utf-8-sig")
-
-
-def test_decode_plain_utf8():
-  assert books.decode_text("naïve “x”\n".encode("utf-8")) == ("naïve “x”\n", "utf-8")
-  assert books.decode_text(b"") == ("", "utf-8")
-
-
-def test_decode_cp1252():
-  assert books.decode_text(b"caf\xe9 \x93quoted\x94") == ("café “quoted”", "cp1252")
-
-
-def test_decode_latin1_fallback_for_bytes_cp1252_cannot_decode():
-  assert books.decode_text(b"a\x81b\xe9\r\n") == ("a\x81bé\n", "latin-1")
-
-
-def test_decode_utf16_with_bom():
-  assert books.decode_text(b"\xff\xfeH\x00\xe9\x00\r\x00\n\x00x\x00") == ("Hé\nx", "utf-16")
-  assert books.decode_text(b"\xfe\xff\x00H\x00i") == ("Hi", "utf-16")
-
-
-def test_decode_lone_cr_and_nul():
-  assert books.decode_text(b"one\rtwo\r\rthree\r\nfour") == ("one\ntwo\n\nthree\nfour", "utf-8")
-  assert books.decode_text(b"a\x00b\r\x00\nc") == ("ab\nc", "utf-8")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,30 +117,6 @@ def test_markers_quoted_in_the_middle_of_a_long_book_are_kept():
   # The same lines near the ends do count.
   text = "\n".join(middle[:1] + filler + middle[1:])
   assert books.strip_gutenberg(text) == ("\n".join(filler), True, True)
-
-
-# ---------------------------------------------------------------------------------------------
-# paragraphs
-
-
-def test_paragraphs_join_wrapped_lines_and_split_on_blank_lines():
-  body = ("  The quick brown\n"
-          "fox jumps\n"
-          "   \n"
-          "over the\tlazy  \t dog.\n"
-          "\t\n"
-          "\n"
-          "\n"
-          "a well-\n"
-          "known fact\n")
-  assert books.paragraphs(body) == ["The quick brown fox jumps", "over the lazy dog.",
-                                    "a well- known fact"]
-
-
-def test_paragraphs_of_nothing():
-  assert books.paragraphs("") == []
-  assert books.paragraphs("\n \n\t\n  ") == []
-  assert books.paragraphs("one") == ["one"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,13 +294,13 @@ def test_real_samples(parts, doc_id, encoding, header, footer, credit, first, la
 
 def test_time_machine_keeps_the_story_and_drops_the_licence():
   _, data = sample("narrativeqa", "stories", "72ddeff1fe6bb9841d1c1da4b3031001bf6b1f58.content")
-  text, encoding = books.decode_text(data)
+  text, encoding = plain_text.decode_text(data)
   body, header, footer = books.strip_gutenberg(text)
   assert (encoding, header, footer) == ("utf-8", True, True)
   assert "PROJECT GUTENBERG" in text and "PROJECT GUTENBERG" not in body.upper()
   assert body.lstrip().startswith("The Time Machine\n\nAn Invention\n\nby H. G. Wells")
   assert body.rstrip().endswith("still lived on in the heart of man.")
-  paras = books.paragraphs(body)
+  paras = plain_text.paragraphs(body)
   assert paras[2:5] == ["by H. G. Wells", "CONTENTS", "I Introduction II The Machine III "
                         "The Time Traveller Returns IV Time Travelling V In the Golden Age VI "
                         "The Sunset of Mankind VII A Sudden Shock VIII Explanation IX The "

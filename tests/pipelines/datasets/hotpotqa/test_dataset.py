@@ -188,6 +188,7 @@ def test_parse_stage_exact_documents_and_dead_letters():
                 equal_to([("parse", "bad_id", "f#1")]), label="dead")
 
 
+@pytest.mark.slow
 def test_beam_counters(tmp_path):
   path = write_json(tmp_path / "in.json", good_records() + bad_records())
   p = beam.Pipeline(runner=FnApiRunner())
@@ -208,6 +209,7 @@ def test_beam_counters(tmp_path):
   assert dists["answers_per_question"].count == 2
 
 
+@pytest.mark.slow
 def test_determinism_across_runner_modes(tmp_path):
   path = write_json(tmp_path / "in.json", good_records() * 1 + [
       hotpot_record(f"x{i}", f"Question {i}?", "Paris", PARIS) for i in range(12)])
@@ -235,6 +237,7 @@ def test_determinism_across_runner_modes(tmp_path):
   assert not os.path.exists(os.path.join(outs[0], "_spill"))  # temporary files deleted
 
 
+@pytest.mark.slow
 def test_invalid_json_file_is_dead_lettered_and_missing_input_fails(tmp_path):
   bad = tmp_path / "bad.json"
   bad.write_text('[{"_id": "a", ')
@@ -255,6 +258,7 @@ def test_invalid_json_file_is_dead_lettered_and_missing_input_fails(tmp_path):
     hotpotqa.run(str(tmp_path / "nothing-*.json"), str(tmp_path / "o2"), SMALL)
 
 
+@pytest.mark.slow
 def test_existing_output_is_refused_unless_overwrite(tmp_path):
   path = write_json(tmp_path / "in.json", good_records())
   out = tmp_path / "out"
@@ -269,6 +273,7 @@ def test_existing_output_is_refused_unless_overwrite(tmp_path):
   assert (out / "notes.txt").read_text() == "mine"  # only the job's own files are replaced
 
 
+@pytest.mark.slow
 def test_without_dedup_duplicate_ids_fail_clearly(tmp_path):
   path = write_json(tmp_path / "in.json", good_records() + bad_records())
   cfg = RecordsConfig(segmenter=SMALL.segmenter, segments_per_pack=8, num_shards=2,
@@ -292,6 +297,7 @@ def test_jsonl_input_with_a_bad_line(tmp_path):
   assert dl[0]["source_id"] == f"{path}:2"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(SAMPLE), reason="shared samples not present")
 def test_official_dev_sample(tmp_path):
   m = hotpotqa.run(SAMPLE, str(tmp_path / "out"), RecordsConfig())
@@ -325,6 +331,7 @@ def _dead_letters(out):
                 for d in map(json.loads, open(f)))
 
 
+@pytest.mark.slow
 def test_corrupt_items_in_the_middle_of_a_list_lose_nothing(tmp_path):
   # Issue 8: the old reader stopped at the first corrupt item (input 3 for a file of 5).
   items = [json.dumps(hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARIS))
@@ -358,6 +365,7 @@ def test_invalid_utf8_in_one_json_line_loses_only_that_line(tmp_path):
   assert m["input_count_exact"] is True
 
 
+@pytest.mark.slow
 def test_label_stage_sets_answer_spans_exactly():
   rec = hotpot_record("a", "Q?", "Paris", [["T", ["Paris is big.", " I like paris."]]])
   doc, _ = reader.parse_record(rec, "f#0")

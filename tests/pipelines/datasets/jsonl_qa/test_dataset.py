@@ -128,6 +128,7 @@ def test_records_label_exactly_the_answers(job):
   assert found["mill"] == {(34, 44)}
 
 
+@pytest.mark.slow
 def test_the_sample_runs_and_its_long_document_spans_segments(tmp_path):
   path = os.path.join(SAMPLE, "examples.jsonl")
   out = str(tmp_path / "out")

@@ -101,6 +101,7 @@ def _dead(out):
   return sorted((x["stage"], x["reason"], x["source_id"].rsplit(":", 1)[1]) for x in lines)
 
 
+@pytest.mark.slow
 def test_stories_are_read_once_and_every_question_is_accounted_for(tmp_path):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
@@ -146,6 +147,7 @@ def test_stories_are_read_once_and_every_question_is_accounted_for(tmp_path):
                    "script1:0": {"to Harbor Town", "by river."}}
 
 
+@pytest.mark.slow
 def test_summary_context(tmp_path):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
@@ -176,6 +178,7 @@ def test_bad_flags_and_paths(tmp_path, capsys):
   assert code == 1 and "holds no <document_id>.content" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir(SAMPLES), reason="no ../shared/samples")
 @pytest.mark.parametrize("context", ["story", "summary"])
 def test_real_format_samples(tmp_path, context, capsys):
@@ -199,6 +202,7 @@ def test_real_format_samples(tmp_path, context, capsys):
   assert written == (3 if context == "summary" else 0)
 
 
+@pytest.mark.slow
 def test_annotation_runs_once_per_story(tmp_path, entities_dir):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")

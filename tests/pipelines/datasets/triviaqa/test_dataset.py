@@ -362,6 +362,7 @@ def test_evidence_dir_errors_are_one_line_before_any_work(data, tmp_path, capsys
                  triviaqa_dataset.TriviaQAOptions(evidence_dir=str(tmp_path / "nope")))
 
 
+@pytest.mark.slow
 def test_distributed_layout_writes_the_same(job, data, tmp_path):
   """With the plans reshuffled before the evidence is read (distributed runners)."""
   tmp, evidence, _ = data
@@ -458,6 +459,7 @@ def _sample_keys(gold, per_document=False):
 @pytest.mark.skipif(not os.path.isdir(SAMPLES), reason="shared samples not present")
 @pytest.mark.parametrize("name,per_document", [(n, False) for n in SAMPLE_FILES]
                          + [("wikipedia-train", True), ("wikipedia-dev", True)])
+@pytest.mark.slow
 def test_official_samples(name, per_document, tmp_path):
   path = os.path.join(SAMPLES, "qa", f"{name}.json")
   out = str(tmp_path / "out")

@@ -59,6 +59,7 @@ def _mentions(out):
   return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("multistream, siteinfo", [(False, True), (True, True), (True, False)])
 def test_links_become_mentions_of_redirect_resolved_entities(tmp_path, multistream, siteinfo):
   dump = str(tmp_path / "tiny-pages-articles-multistream.xml.bz2")
@@ -101,6 +102,7 @@ def test_links_become_mentions_of_redirect_resolved_entities(tmp_path, multistre
   assert stats["mentions"]["labels"] >= 9
 
 
+@pytest.mark.slow
 def test_multistream_splits_equal_a_sequential_read_in_every_runner_mode(tmp_path):
   pages = list(synth.generate_pages(400, seed=3, words_per_page=120))
   split_dir, seq_dir = tmp_path / "split", tmp_path / "seq"
@@ -132,6 +134,7 @@ def test_multistream_splits_equal_a_sequential_read_in_every_runner_mode(tmp_pat
   assert strip(documents_schema.load(outs["split"])) == strip(documents_schema.load(outs["seq"]))
 
 
+@pytest.mark.slow
 def test_a_damaged_stream_is_one_dead_letter_and_the_rest_is_written(tmp_path):
   pages = list(synth.generate_pages(120, seed=5, words_per_page=80))
   dump = str(tmp_path / "d-pages-articles-multistream.xml.bz2")
@@ -148,6 +151,7 @@ def test_a_damaged_stream_is_one_dead_letter_and_the_rest_is_written(tmp_path):
   assert m["counts"]["written"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["testcorpus.xml.bz2", "enwiki-table-markup.xml.bz2"])
 def test_real_dump_excerpts(tmp_path, name):
   path = os.path.join(SAMPLES, name)
@@ -186,6 +190,7 @@ def test_a_missing_index_is_one_line_before_any_work(tmp_path, capsys):
   assert not out.exists()
 
 
+@pytest.mark.slow
 def test_an_unusable_index_falls_back_to_reading_the_dump_whole(tmp_path):
   dump = str(tmp_path / "x-pages-articles-multistream.xml.bz2")
   index = synth.write_dump(PAGES, dump, multistream=True, pages_per_stream=2)

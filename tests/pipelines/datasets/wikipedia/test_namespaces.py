@@ -16,7 +16,8 @@ from pipelines import wikipedia
 from pipelines.datasets.wikipedia import reader
 from pipelines.datasets.wikipedia import pages as pages_lib
 from pipelines.datasets.wikipedia.reader import SiteInfo
-from pipelines.text.wikitext import Link, Title, clean, normalize_title
+from pipelines.text.wiki_titles import Title, normalize_title
+from pipelines.text.wikitext import Link, clean
 from tests.pipelines.helpers import read_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -217,6 +218,7 @@ def _check_output(out, with_de):
   assert _mentions(out) == want
 
 
+@pytest.mark.slow
 def test_job_module_on_two_dumps_each_with_its_own_siteinfo(tmp_path):
   """``python -m pipelines.wikipedia`` on a glob of a bgwiki and a dewiki dump (plain XML)."""
   inputs = tmp_path / "in"
@@ -233,6 +235,7 @@ def test_job_module_on_two_dumps_each_with_its_own_siteinfo(tmp_path):
   _check_output(out, with_de=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("streams_per_split", [1, 10])
 def test_job_on_a_bgwiki_multistream_dump_read_in_ranges(tmp_path, streams_per_split):
   """Ranges after the header stream get the file's siteinfo too."""

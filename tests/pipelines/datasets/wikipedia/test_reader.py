@@ -434,6 +434,7 @@ MEASURE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_iter_pages_memory_is_bounded(tmp_path):
   rss = {}
   for n in (700, 7000):  # ~3 MB and ~30 MB of XML
@@ -450,6 +451,7 @@ def test_iter_pages_memory_is_bounded(tmp_path):
 
 # --- the generator ----------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_generate_pages_is_deterministic_and_realistic():
   pages = list(generate_pages(2000, seed=7, words_per_page=150))
   assert pages == list(generate_pages(2000, seed=7, words_per_page=150))

@@ -12,8 +12,9 @@ import pytest
 
 from pipelines.text import oracle
 from pipelines.text.oracle import OracleConfig, StoryIndex, oracle_spans, rouge_l_f1
+from tests import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(REPO_ROOT)
 
 
 def _load_benchmark():
@@ -282,6 +283,7 @@ def _window_score(words, first, last, answers, config):
   return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first_chunk, chunk_cells", [(256, 1 << 18), (1, 8), (3, 40)])
 def test_random_stories_match_the_exhaustive_reference(monkeypatch, first_chunk, chunk_cells):
   # Small chunks exercise the pruning between chunks that long books rely on.

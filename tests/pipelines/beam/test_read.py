@@ -86,6 +86,7 @@ CORRUPT_THIRD = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(CORRUPT_THIRD))
 def test_corrupt_middle_item_costs_only_that_item(tmp_path, kind):
   path = tmp_path / "in.json"
@@ -101,6 +102,7 @@ def test_corrupt_first_item(tmp_path):
   run_read(path, [(k, ITEMS[k]) for k in range(1, 5)], [("invalid_json", 0)], 5)
 
 
+@pytest.mark.slow
 def test_two_adjacent_corrupt_items_are_one_uncertain_region(tmp_path):
   path = tmp_path / "in.json"
   data = json_list(GOOD[:1] + ['{"_id": "b", x}', '{"_id": "c", y}'] + GOOD[3:]).encode()
@@ -110,6 +112,7 @@ def test_two_adjacent_corrupt_items_are_one_uncertain_region(tmp_path):
            stats(3, invalid_json=1, uncertain=1, nbytes=len(data)))
 
 
+@pytest.mark.slow
 def test_list_truncated_at_eof(tmp_path):
   path = tmp_path / "in.json"
   data = json_list(GOOD)[:-12].encode()  # inside item 4
@@ -118,6 +121,7 @@ def test_list_truncated_at_eof(tmp_path):
            stats(4, invalid_json=1, uncertain=1, nbytes=len(data)))
 
 
+@pytest.mark.slow
 def test_trailing_garbage_is_one_dead_letter(tmp_path):
   path = tmp_path / "in.json"
   data = (json_list(GOOD[:2]) + ' junk\n').encode()
@@ -126,6 +130,7 @@ def test_trailing_garbage_is_one_dead_letter(tmp_path):
            stats(2, invalid_json=1, nbytes=len(data)))
 
 
+@pytest.mark.slow
 def test_trailing_items_after_the_list_are_one_uncertain_dead_letter(tmp_path):
   """Text after ``]`` that may hold items (here a second list appended) cannot be counted."""
   path = tmp_path / "in.json"
@@ -135,6 +140,7 @@ def test_trailing_items_after_the_list_are_one_uncertain_dead_letter(tmp_path):
            stats(2, invalid_json=1, uncertain=1, nbytes=len(data)))
 
 
+@pytest.mark.slow
 def test_missing_comma_between_whole_items_loses_nothing(tmp_path):
   path = tmp_path / "in.json"
   data = ("[" + GOOD[0] + ", " + GOOD[1] + " " + GOOD[2] + ", " + GOOD[3] + ", " + GOOD[4]
@@ -145,6 +151,7 @@ def test_missing_comma_between_whole_items_loses_nothing(tmp_path):
 
 # -- UTF-8 ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_jsonl_invalid_utf8_costs_one_line(tmp_path):
   path = tmp_path / "in.jsonl"
   data = b"\n".join([GOOD[0].encode(), b'{"_id": "b", "s": "caf\xe9"}', b"", GOOD[2].encode(),
@@ -165,6 +172,7 @@ def test_list_invalid_utf8_costs_one_item(tmp_path):
            [("invalid_utf8", 2)], 5, stats(4, invalid_utf8=1, nbytes=len(data)))
 
 
+@pytest.mark.slow
 def test_json_escapes_of_surrogates_are_not_flagged(tmp_path):
   """A ``\\udc80`` escape is ASCII in the file, not an invalid byte: the record is read.  A lone
   surrogate cannot be UTF-8 encoded (Beam's coder, the tokenizer, TFRecords), so it becomes
@@ -207,6 +215,7 @@ def test_json_line_larger_than_the_chunk(tmp_path):
 
 # -- file forms -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_bom_list_and_jsonl(tmp_path):
   bom = b"\xef\xbb\xbf"
   (tmp_path / "l.json").write_bytes(bom + json_list(GOOD[:2]).encode())
@@ -218,6 +227,7 @@ def test_bom_list_and_jsonl(tmp_path):
   run_read(tmp_path / "c.jsonl", [(":1", ITEMS[0]), (":2", ITEMS[1])], [], 2, chunk_size=2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["[]", " \n[ \n ]\n"])
 def test_empty_list(tmp_path, text):
   path = tmp_path / "in.json"
@@ -225,6 +235,7 @@ def test_empty_list(tmp_path, text):
   run_read(path, [], [], 0, stats(nbytes=len(text)))
 
 
+@pytest.mark.slow
 def test_gzip_and_bz2_inputs(tmp_path):
   data = json_list(GOOD[:2] + ['{"_id": "c", x}'] + GOOD[3:]).encode()
   gz, bz = tmp_path / "in.json.gz", tmp_path / "in.json.bz2"
@@ -293,6 +304,7 @@ def test_corrupt_last_item_is_one_certain_dead_letter(tmp_path):
            stats(4, invalid_json=1, nbytes=len(data)))
 
 
+@pytest.mark.slow
 def test_truncated_list_keeps_every_whole_item(tmp_path):
   for cut in ('{"_id": "e", "v": 4, "s": "te', ', ', ""):
     path = tmp_path / "in.json"
@@ -329,6 +341,7 @@ def test_a_file_that_is_not_json_is_one_dead_letter(tmp_path, data, reason, word
                 equal_to([(0, 1, 1)]), label="stats")
 
 
+@pytest.mark.slow
 def test_one_line_json_files(tmp_path):
   """A non-list file is JSON lines: a one-line top-level object is one record; one bad line
   is that line's dead letter."""
@@ -347,6 +360,7 @@ def test_empty_and_blank_files_have_no_records(tmp_path, text):
   run_read(path, [], [], 0, stats(nbytes=len(text.encode())), chunk_size=2)
 
 
+@pytest.mark.slow
 def test_long_leading_blanks_keep_offsets_and_line_numbers(tmp_path):
   blanks = "\n" * 50 + " " * 200 + "\n"
   jl = tmp_path / "in.jsonl"
@@ -448,6 +462,7 @@ def test_object_file_streams_the_list_under_the_key(tmp_path):
     b'{"Domain": "Web", "Version": 1.0}', b'{"Data": {"a": 1}, "Domain": "Web"}',
     b'{"Data": "x"}', b'{"Domain": "Web", "Split": oops, "Data": [1]}', b'{"Domain": "Web", ',
     b'{"a": 1}\n{"a": 2}\n'])
+@pytest.mark.slow
 def test_object_file_without_the_list_is_one_dead_letter(tmp_path, data):
   path = tmp_path / "in.json"
   path.write_bytes(data)
