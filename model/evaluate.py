@@ -223,7 +223,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     print_warnings(args.task, metrics)
     return metrics
 
-  return cli.run_command('python -m model.evaluate', body, (EvaluationError,))
+  return cli.run_command(cli.prog_of('model.evaluate'), body, (EvaluationError,))
 
 
 if __name__ == '__main__':

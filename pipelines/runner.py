@@ -234,7 +234,7 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
                      c["input"] else f"see {args.output_dir}/dead_letter/ for why")
     return summary(m, args.output_dir)
 
-  return run_main(prog, body)
+  return run_main(parser.prog, body)
 
 
 def dataset_main(name: str, argv: Optional[Sequence[str]] = None,

@@ -86,6 +86,23 @@ def bool_flag(parser, name: str, default: bool, help_text: str) -> None:
   group.add_argument(f"--no{name}", dest=name, action="store_false", help=argparse.SUPPRESS)
 
 
+# module -> how the user invoked it, when that is not ``python -m <module>`` (the ``readtwice``
+# console command sets ``readtwice finetune`` for ``model.finetune``): usage, errors and the
+# example then say what the user typed.
+_SHOWN_AS: Dict[str, str] = {}
+
+
+def show_as(module: str, prog: str) -> None:
+  """Makes the command of ``module`` call itself ``prog`` in usage, error lines and its example
+  (set before its parser is built)."""
+  _SHOWN_AS[module] = prog
+
+
+def prog_of(module: str) -> str:
+  """How the command of ``module`` is shown: ``python -m <module>`` unless :func:`show_as`."""
+  return _SHOWN_AS.get(module, f"python -m {module}")
+
+
 class Parser(argparse.ArgumentParser):
   """argparse with the contract of this module.
 
@@ -104,7 +121,10 @@ class Parser(argparse.ArgumentParser):
                passthrough: Optional[Callable[[], Iterable[str]]] = None,
                epilog: str = ""):
     shown = example if example.startswith(" ") else f"  {example}"
-    super().__init__(prog=f"python -m {module}", description=description, allow_abbrev=False,
+    prog = prog_of(module)
+    for spelling in {module, module.replace(" ", ".")}:  # python -m pipelines <name> = .<name>
+      shown = shown.replace(f"python -m {spelling}", prog)
+    super().__init__(prog=prog, description=description, allow_abbrev=False,
                      formatter_class=argparse.RawDescriptionHelpFormatter,
                      epilog=f"example:\n{shown.rstrip()}" + (f"\n\n{epilog}" if epilog else ""))
     self.module = module

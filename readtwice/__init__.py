@@ -1,0 +1,1 @@
+"""The ``readtwice`` console command (:mod:`readtwice.__main__`)."""
