@@ -2,7 +2,7 @@
 
 ``readtwice hotpotqa --input ... --output_dir ...`` runs the dataset's pipeline (any dataset
 registered in :mod:`pipelines.datasets`); ``readtwice finetune|pretrain|train|predict|evaluate|
-roberta ...`` run the model commands, ``readtwice inspect ...`` the record inspector.  Each is
+export|roberta ...`` run the model commands, ``readtwice inspect ...`` the record inspector.  Each is
 the same code as its ``python -m`` module (which keeps working), with the same flags, output
 and exit codes; usage and error lines name the command as typed (``readtwice finetune:
 error: ...``).  Only the chosen command's modules are imported: ``readtwice --help`` and the
@@ -29,6 +29,7 @@ COMMANDS: Dict[str, Tuple[str, str]] = {
     "train": ("model.train", "the demo's plain trainer"),
     "predict": ("model.predict", "predictions in the task's official format"),
     "evaluate": ("model.evaluate", "the official metrics of predictions against gold"),
+    "export": ("model.export", "a SavedModel that serves without this repository"),
     "roberta": ("model.roberta", "initialise a model from a Hugging Face RoBERTa checkpoint"),
     "inspect": ("pipelines.inspector", "show the records of a pipeline output dir"),
 }

@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PIPELINES = ["pipelines.hotpotqa", "pipelines.triviaqa", "pipelines.narrativeqa",
              "pipelines.books", "pipelines.wikipedia", "pipelines.inspector"]
 MODEL = ["model.train", "model.finetune", "model.pretrain", "model.predict", "model.evaluate",
-         "model.roberta"]
+         "model.roberta", "model.export"]
 COMMANDS = PIPELINES + MODEL
 
 
@@ -124,6 +124,7 @@ TYPOS = {  # module -> a flag it has, misspelt by _typo
     "model.train": "--learning_rate", "model.finetune": "--learning_rate",
     "model.pretrain": "--mention_mask_rate", "model.predict": "--records_dir",
     "model.evaluate": "--predictions", "model.roberta": "--model_dir",
+    "model.export": "--max_answer_tokens",
 }
 
 
