@@ -57,8 +57,8 @@ def add_common_flags(p: argparse.ArgumentParser, *, preset: str, optimizer: str,
   the defaults not given here are :class:`model.configs.TrainConfig`'s."""
   d = configs_lib.TrainConfig()
   p.add_argument("--model_dir", required=True,
-                 help="config.json, checkpoints, tb/ and metrics.json go here (local or gs://); "
-                      "a run resumes from its latest checkpoint")
+                 help="config.json, checkpoints, tb/ (train/ and eval/ runs) and metrics.json "
+                      "go here (local or gs://); a run resumes from its latest checkpoint")
   g = p.add_argument_group("model")
   g.add_argument("--preset", default=preset, choices=sorted(configs_lib.PRESETS),
                  help="model preset, fitted to the records' vocabulary (tiny*: seq length)")
@@ -103,6 +103,11 @@ def add_common_flags(p: argparse.ArgumentParser, *, preset: str, optimizer: str,
                  help="log / TensorBoard interval (steps)")
   cli.bool_flag(g, "log_batches", False,
                 "log a fingerprint of every pack read (to check data order / resume)")
+  cli.bool_flag(g, "allow_schedule_change", False,
+                "resume even though the schedule (--steps or --epochs, --warmup_fraction, "
+                "--learning_rate, --end_learning_rate_fraction, --optimizer) differs from the "
+                "run's: a warning, and the new schedule applies from the resumed step (without "
+                "it such a resume is an error)")
 
 
 def add_warmup_flag(p, default: float) -> None:

@@ -13,10 +13,13 @@ linear decay, learning rate chosen from {5e-6, 1e-5, 3e-5} on the dev set (``--l
 3e-5 by default), early stopping on the dev metric.  With ``--dev_records_dir`` (the dev
 split's pipeline output) and ``--gold`` (the official dev file) the model is evaluated once per
 epoch (``--eval_every`` steps), with the same decoding as ``model.predict`` and the official
-metrics of ``model.evaluate``; the best model is kept in ``<model_dir>/best`` (predict with
-``--model_dir <model_dir>/best``), and training stops after ``--patience`` evaluations without
-improvement.  ``--init_checkpoint`` takes a pretraining model dir (its config.json gives the
-architecture) or checkpoint; a run that finds its own checkpoint in ``--model_dir`` resumes.
+metrics of ``model.evaluate``; every evaluation's metrics go to TensorBoard's ``eval`` run
+(``<model_dir>/tb/eval``, beside the training run ``tb/train``); the best model is kept in
+``<model_dir>/best`` (predict with ``--model_dir <model_dir>/best``), and training stops after
+``--patience`` evaluations without improvement.  ``--init_checkpoint`` takes a pretraining model
+dir (its config.json gives the architecture) or checkpoint; a run that finds its own checkpoint
+in ``--model_dir`` resumes (with the schedule it started with: a changed ``--steps`` /
+``--epochs`` / ``--learning_rate`` / ... is an error unless ``--allow_schedule_change``).
 """
 
 from __future__ import annotations
@@ -126,7 +129,8 @@ def main(argv=None) -> int:
                                   [args.records_dir],
                                   args.model_dir, mc, tc, strategy=strategy,
                                   init_fn=driver.init_fn(args), evaluation=evaluation,
-                                  log_batches=args.log_batches).run()
+                                  log_batches=args.log_batches,
+                                  allow_schedule_change=args.allow_schedule_change).run()
   except (training_data.TrainingError, evaluate_lib.EvaluationError, predict_lib.PredictError,
           tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(e, [args.records_dir] + (

@@ -15,7 +15,10 @@ of the other context tokens in whole-word spans, 80/10/10 replacement, seeded, a
 exactly.  LAMB, 10% linear warm-up then linear decay, no weight decay on LayerNorm parameters
 or biases.  With ``--dev_records_dir`` (held-out documents) the masked-LM loss and accuracy on
 all masked tokens and on masked entity tokens are measured every ``--eval_every`` steps and at
-the end, with fixed masks, and written to ``metrics.json`` (``final_eval``).
+the end, with fixed masks, and written to ``metrics.json`` (``final_eval``) and to
+TensorBoard's ``eval`` run (``<model_dir>/tb/eval``; training scalars are in ``tb/train``).  A
+run that finds its own checkpoint in ``--model_dir`` resumes; a changed schedule (``--steps``,
+``--learning_rate``, ...) is an error unless ``--allow_schedule_change``.
 """
 
 from __future__ import annotations
@@ -136,7 +139,8 @@ def main(argv=None) -> int:
     strategy = strategies.make_strategy(args.strategy, args.tpu)
     summary = trainer_lib.Trainer(task, args.records_dir, args.model_dir, mc, tc,
                                   strategy=strategy, init_fn=driver.init_fn(args),
-                                  evaluation=evaluation, log_batches=args.log_batches).run()
+                                  evaluation=evaluation, log_batches=args.log_batches,
+                                  allow_schedule_change=args.allow_schedule_change).run()
   except (training_data.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(
         e, list(args.records_dir) + list(args.dev_records_dir or [])))

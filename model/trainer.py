@@ -19,10 +19,24 @@
   counter), so a killed run resumes at its last checkpoint and then reads exactly the batches
   the uninterrupted run would have read.  Every path goes through ``tf.io.gfile`` (local or
   ``gs://``); ``config.json`` sits beside the checkpoints.
+* **Resume**: a run that finds a checkpoint in its model dir prints ``resuming from <ckpt> (step
+  N of M)`` on stderr and reports ``resumed_from_step``.  The schedule-defining settings
+  (:data:`SCHEDULE_FIELDS`) are compared with the ``train`` config that ``config.json`` holds
+  (written at every start, so it is the schedule the checkpoint was trained with): a difference
+  is a :class:`TrainingError` naming each setting's old and new value unless
+  ``allow_schedule_change`` (then one ``warning:`` line, and the new schedule applies from the
+  resumed step on, and is saved).  The Python API allows it by default; ``model.pretrain`` /
+  ``model.finetune`` refuse unless ``--allow_schedule_change``.
 * **Logs**: a Keras ``Progbar`` on an interactive terminal, else one JSON line per
-  ``log_every`` steps; TensorBoard scalars under ``<model_dir>/tb`` (every loss head, learning
-  rate, segments/s, memory no-op rate, MLM accuracy on all / entity tokens, evaluations);
-  ``<model_dir>/metrics.json`` and the returned summary at the end.
+  ``log_every`` steps; ``<model_dir>/metrics.json`` and the returned summary at the end.
+* **TensorBoard**: two runs under ``<model_dir>/tb``: ``train/`` (every loss head, learning
+  rate, segments/s, memory no-op rate, MLM accuracy on all / entity tokens, every
+  ``log_every`` steps) and ``eval/`` (every metric of every evaluation, at its step), with
+  shared tags where a dev metric measures what a training scalar does (``loss/mlm``,
+  ``mlm/accuracy``, ``memory/noop_rate``, ...) so both runs share a chart; dev-only metrics are
+  ``eval/<name>`` (``eval/f1``, ``eval/em``, ``eval/rouge_l``, ...).  A model dir of the older
+  flat layout (event files directly in ``tb/``) has them moved into ``tb/train/`` when it
+  resumes, so its training curves continue in one run.
 * **Evaluation**: an optional ``evaluate(model) -> metrics`` callback every ``eval_every``
   steps (and at the end); with a ``best_metric`` the best model is kept in
   ``<model_dir>/best`` (config.json + checkpoint) and training stops after ``patience``
@@ -37,7 +51,7 @@ import math
 import os
 import sys
 import time
-from typing import Callable, Dict, Mapping, Optional, Sequence, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import keras
 import tensorflow as tf
@@ -50,6 +64,13 @@ from model import strategies
 from model.objectives import Task
 from model.training_data import (GeneratedPacks, TrainingError, read_manifests,
                                  records_dataset)
+
+
+# The TrainConfig fields that define the learning-rate schedule and the update rule: a resumed
+# run that changes one of them trains on with another schedule than its checkpoint's.
+SCHEDULE_FIELDS = ("steps", "warmup_steps", "learning_rate", "end_learning_rate_fraction",
+                   "optimizer")
+TB_DIR = "tb"
 
 
 @dataclasses.dataclass
@@ -88,6 +109,8 @@ class Trainer:
     log_fn: called with each logged metrics dict (default: Progbar on a terminal, else one
       JSON line on stdout).
     log_batches: add the fingerprints of each logged loop's packs to the log dicts.
+    allow_schedule_change: on resume, train on with a changed schedule (a warning) instead of
+      raising :class:`TrainingError` (see the module docstring).
   """
 
   def __init__(self, task: Task, records_dirs: Union[Sequence[str], GeneratedPacks],
@@ -97,7 +120,7 @@ class Trainer:
                init_fn: Optional[Callable[[keras.Model], object]] = None,
                evaluation: Optional[EvalSpec] = None,
                log_fn: Optional[Callable[[Dict], None]] = None,
-               log_batches: bool = False):
+               log_batches: bool = False, allow_schedule_change: bool = True):
     self.task = task
     self.generated = records_dirs if isinstance(records_dirs, GeneratedPacks) else None
     self.records_dirs = [] if self.generated else list(records_dirs)
@@ -109,6 +132,7 @@ class Trainer:
     self.evaluation = evaluation
     self.log_fn = log_fn
     self.log_batches = log_batches
+    self.allow_schedule_change = allow_schedule_change
     self.manifests = ([self.generated.manifest()] if self.generated
                       else read_manifests(self.records_dirs))
     cfg = self.manifests[0]["config"]
@@ -127,6 +151,8 @@ class Trainer:
     """Builds the model, optimizer, data and checkpoint; a fresh run that fails to initialise
     (e.g. an unreadable ``--init_roberta`` checkpoint) leaves no model dir behind."""
     created = not tf.io.gfile.exists(self.model_dir)
+    if not created:
+      self._check_schedule()
     tf.io.gfile.makedirs(self.model_dir)
     try:
       self._build_in_model_dir()
@@ -135,6 +161,25 @@ class Trainer:
         tf.io.gfile.rmtree(self.model_dir)
       raise
     configs_lib.save_configs(self.model_dir, self.mc, self.tc)
+
+  def _check_schedule(self) -> None:
+    """On resume, compares the schedule with the saved one (see the module docstring)."""
+    if tf.train.latest_checkpoint(self.model_dir) is None:
+      return
+    try:
+      saved = configs_lib.load_configs(self.model_dir)[1]
+    except FileNotFoundError:
+      return
+    changes = schedule_changes(saved, self.tc) if saved is not None else []
+    if not changes:
+      return
+    what = ", ".join(changes)
+    if not self.allow_schedule_change:
+      raise TrainingError(f"{self.model_dir} was trained with another schedule: {what}; resume "
+                          "with the run's own flags, or give --allow_schedule_change to train "
+                          "on with the new schedule")
+    print(f"warning: resuming {self.model_dir} with a changed schedule: {what}; the new one "
+          "applies from the resumed step on", file=sys.stderr, flush=True)
 
   def _build_in_model_dir(self):
     keras.utils.set_random_seed(self.tc.seed)
@@ -162,6 +207,8 @@ class Trainer:
     self.resumed_from = self.manager.latest_checkpoint
     if self.resumed_from:
       self.checkpoint.restore(self.resumed_from).assert_existing_objects_matched()
+      print(f"resuming from {self.resumed_from} (step {int(self.step.numpy())} of "
+            f"{self.tc.steps})", file=sys.stderr, flush=True)
     elif self.init_fn is not None:
       self.init_fn(self.model)
 
@@ -241,13 +288,23 @@ class Trainer:
         marks.append((step // every + 1) * every)
     return min(marks)
 
+  def _writers(self):
+    """The TensorBoard writers of ``tb/train`` and (with an evaluation) ``tb/eval``."""
+    tb = os.path.join(self.model_dir, TB_DIR)
+    move_flat_events(tb)
+    train = tf.summary.create_file_writer(os.path.join(tb, "train"))
+    ev = (tf.summary.create_file_writer(os.path.join(tb, "eval")) if self.evaluation
+          else None)
+    return train, ev
+
   def _evaluate(self, step: int, writer) -> Optional[Dict[str, float]]:
     ev = self.evaluation
     metrics = {k: float(v) for k, v in ev.fn(self.model).items()
                if isinstance(v, (int, float))}
     with writer.as_default(step=step):
       for k, v in metrics.items():
-        tf.summary.scalar(f"eval/{k}", v)
+        tf.summary.scalar(_eval_summary_name(k), v)
+    writer.flush()  # a dev point is worth seeing at once
     record = {"step": step, "eval": metrics}
     if ev.best_metric:
       if ev.best_metric not in metrics:
@@ -274,7 +331,7 @@ class Trainer:
     self._build()
     log = self.log_fn or self._default_log_fn()
     train_loop = self._train_loop_fn()
-    writer = tf.summary.create_file_writer(os.path.join(self.model_dir, "tb"))
+    writer, eval_writer = self._writers()
     tc = self.tc
     start_step = int(self.step.numpy())
     history, evaluations, stopped_early = [], [], False
@@ -312,16 +369,19 @@ class Trainer:
               tf.summary.scalar(_summary_name(k), v)
       ev = self.evaluation
       if ev and (step % ev.every == 0 or step == tc.steps):
-        record = self._evaluate(step, writer)
+        record = self._evaluate(step, eval_writer)
         evaluations.append(record)
         log(record)
         if ev.patience is not None and int(self.stale.numpy()) >= ev.patience:
           stopped_early = True
       if step % tc.checkpoint_every == 0 or step == tc.steps or stopped_early:
+        writer.flush()  # what TensorBoard shows of a killed run reaches its last checkpoint
         self.manager.save(checkpoint_number=step)
       if stopped_early:
         break
-    writer.flush()
+    for w in (writer, eval_writer):
+      if w is not None:
+        w.close()
     step = int(self.step.numpy())
     summary = {
         "summary": True, "task": self.task.name, "steps": step,
@@ -354,6 +414,33 @@ def _summary_name(key: str) -> str:
   if key.startswith("memory_"):
     return f"memory/{key[7:]}"
   return key
+
+
+def _eval_summary_name(key: str) -> str:
+  """The TensorBoard tag of an evaluation metric: the training scalar's tag where both measure
+  the same thing (one chart, two runs), else ``eval/<key>``."""
+  if key == "mlm_loss":
+    return "loss/mlm"  # the training MLM loss: mean cross-entropy per masked token
+  name = _summary_name(key)
+  return name if name != key else f"eval/{key}"
+
+
+def move_flat_events(tb_dir: str) -> None:
+  """Moves event files written directly in ``tb_dir`` (the layout before ``train/`` and
+  ``eval/``) into ``tb_dir/train`` so a resumed run's training curves stay one run."""
+  if not tf.io.gfile.isdir(tb_dir):
+    return
+  for name in tf.io.gfile.listdir(tb_dir):
+    if name.startswith("events.out.tfevents."):
+      train_dir = os.path.join(tb_dir, "train")
+      tf.io.gfile.makedirs(train_dir)
+      tf.io.gfile.rename(os.path.join(tb_dir, name), os.path.join(train_dir, name))
+
+
+def schedule_changes(old: configs_lib.TrainConfig, new: configs_lib.TrainConfig) -> List[str]:
+  """``"<field> <old> -> <new>"`` for every :data:`SCHEDULE_FIELDS` field that differs."""
+  return [f"{name} {getattr(old, name)} -> {getattr(new, name)}" for name in SCHEDULE_FIELDS
+          if getattr(old, name) != getattr(new, name)]
 
 
 def check_compatible(mc: configs_lib.ModelConfig, manifest: Mapping) -> None:

@@ -38,7 +38,7 @@ def _json_lines(text):
   return [json.loads(x) for x in text.splitlines() if x.startswith("{")]
 
 
-def _hotpot_gold(records_dir, path):
+def hotpot_gold(records_dir, path):
   """The official-format gold file of a ``packs.qa_output_dir``: its documents' answers."""
   from model import decoding  # pylint: disable=g-import-not-at-top
   gold = []
@@ -113,7 +113,7 @@ def test_mlm_evaluation_counts_are_a_hand_computation(wiki_records):
 @pytest.mark.slow
 def test_finetune_cli_evaluates_keeps_best_and_stops_early(tmp_path, capsys):
   records = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
-  gold = _hotpot_gold(records, str(tmp_path / "gold.json"))
+  gold = hotpot_gold(records, str(tmp_path / "gold.json"))
   model_dir = str(tmp_path / "m")
   argv = ["--task", "hotpotqa", "--records_dir", records, "--dev_records_dir", records, "--gold", gold,
           "--model_dir", model_dir, "--preset", "tiny", "--steps", "30", "--eval_every", "10",
@@ -137,7 +137,7 @@ def test_finetune_cli_evaluates_keeps_best_and_stops_early(tmp_path, capsys):
 @pytest.mark.slow
 def test_finetune_early_stopping(tmp_path, capsys):
   records = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
-  gold = _hotpot_gold(records, str(tmp_path / "gold.json"))
+  gold = hotpot_gold(records, str(tmp_path / "gold.json"))
   # A zero learning rate never improves on the first evaluation: stop after `patience` more.
   argv = ["--task", "hotpotqa", "--records_dir", records, "--dev_records_dir", records, "--gold", gold,
           "--model_dir", str(tmp_path / "m"), "--preset", "tiny", "--steps", "50",
