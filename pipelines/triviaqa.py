@@ -9,7 +9,7 @@ from typing import Dict, Optional, Sequence
 
 from pipelines import runner
 from pipelines.beam.config import RecordsConfig
-from pipelines.datasets.triviaqa.dataset import TriviaQAOptions, check_evidence_dir
+from pipelines.datasets.triviaqa.dataset import TriviaQAOptions, check_evidence_dir_for
 
 
 def run(input_pattern: str, output_dir: str, config: RecordsConfig,
@@ -17,7 +17,7 @@ def run(input_pattern: str, output_dir: str, config: RecordsConfig,
         beam_args: Optional[Sequence[str]] = None, overwrite: bool = False) -> Dict:
   """Runs the job to completion; returns the manifest (see :func:`pipelines.runner.run_job`)."""
   try:
-    check_evidence_dir(options.evidence_dir)
+    check_evidence_dir_for(options.evidence_dir, input_pattern)
   except ValueError as e:
     raise FileNotFoundError(str(e)) from e
   return runner.run_dataset("triviaqa", input_pattern, output_dir, config, options,

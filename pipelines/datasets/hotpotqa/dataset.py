@@ -3,7 +3,9 @@ r"""HotpotQA (distractor or fullwiki; train/dev/test JSON) -> packed ReadTwice T
 One document per question (its context paragraphs); answers are labelled at every occurrence in
 the context; yes/no answers set the answer type; supporting paragraphs set the per-segment
 ``supporting`` flag.  Writes ``records-*.tfrecord``, ``documents/``, ``dead_letter/``,
-``skipped/``, ``manifest.json`` and ``COMPLETED`` under --output_dir.
+``skipped/``, ``manifest.json`` and ``COMPLETED`` under --output_dir.  Parquet files of the
+Hugging Face Hub (``hotpotqa/hotpot_qa``, ``distractor`` or ``fullwiki``) are read as the same
+records (:mod:`pipelines.datasets.hotpotqa.hub`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Dict, List
 import apache_beam as beam
 
 from pipelines import flags
-from pipelines.beam import read
+from pipelines.beam import read, read_parquet
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -21,7 +23,7 @@ from pipelines.beam.documents import DocumentsToRecords
 from pipelines.beam.parse import ParseRecords
 from pipelines.beam.stats import STATS
 from pipelines.datasets import DatasetSpec
-from pipelines.datasets.hotpotqa import reader
+from pipelines.datasets.hotpotqa import hub, reader
 
 EXAMPLE = r"""  python -m pipelines.hotpotqa \
     --input hotpot_dev_distractor_v1.json --output_dir /tmp/hotpot_records \
@@ -38,7 +40,7 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   ``reshuffle``: spread parsed documents over workers before tokenising (for distributed
   runners, where one worker reads a whole file).
   """
-  raw = p | "ReadJson" >> read.ReadJsonRecords(paths)
+  raw = p | "ReadJson" >> read_parquet.ReadRecords(paths, hub.SCHEMA)
   parsed = raw[read.RECORDS] | "ParseHotpotQA" >> ParseRecords(reader.parse_record,
                                                                "readtwice.hotpotqa")
   dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER])

@@ -5,6 +5,11 @@ Each story is read and cleaned once, on a worker, then becomes one Document per 
 holding the same text object: the annotation stage, the oracle (its word index) and the
 tokenizer each work once per story (``annotate/texts``, ``answers/stories``,
 ``segment/texts_tokenised``), while every question is counted as an input record.
+
+Parquet files of the Hugging Face Hub (``deepmind/narrativeqa``: one row per question, the story
+inside) are read instead of the CSV layout when every --input is one; their rows are taken as
+questions of --split, which a file named ``train-*`` / ``validation-*`` / ``test-*`` must match
+(:mod:`pipelines.datasets.narrativeqa.hub`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import flags
+from pipelines.beam import read_parquet
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -24,7 +30,8 @@ from pipelines.beam.oracle_labels import LabelWithOracle
 from pipelines.beam.read import INPUT_COUNT
 from pipelines.beam.stats import STATS
 from pipelines.datasets import DatasetSpec
-from pipelines.datasets.narrativeqa import reader, stages
+from pipelines.datasets.narrativeqa import hub, reader, stages
+from pipelines.errors import UserError
 from pipelines.text.oracle import OracleConfig
 
 EXAMPLE = r"""  python -m pipelines.narrativeqa --input narrativeqa/qaps.csv --split test \
@@ -110,6 +117,10 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
           header: Dict, reshuffle: bool = False,
           options: NarrativeQAOptions = NarrativeQAOptions()) -> beam.PCollection:
   """Adds the NarrativeQA job to ``p``; returns the PCollection holding the manifest."""
+  if read_parquet.all_parquet(paths):
+    questions, joined_inputs = _hub_inputs(p, paths, options)
+    return _from_questions(questions, joined_inputs, output_dir, config, header, reshuffle,
+                           options, stories_dir="")
   if len(paths) != 1:
     raise FileNotFoundError(f"--input names one qaps.csv, but matches {len(paths)} files")
   where = options.paths(paths[0])
@@ -124,7 +135,7 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   questions = (p | "QuestionFiles" >> beam.Create(paths)
                | "ReadQuestions" >> beam.ParDo(stages.ReadQuestionsFn(options.split)).with_outputs(
                    DEAD_LETTER, INPUT_COUNT, STATS, main=QUESTIONS))
-  joined_inputs = {"questions": questions[QUESTIONS]}
+  joined_inputs = {}
   if options.context == "summary":
     joined_inputs["summary"] = (p | "SummaryFile" >> beam.Create([where["summaries"]])
                                 | "ReadSummaries" >> beam.FlatMap(
@@ -134,11 +145,36 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
     joined_inputs["story"] = (p | "DocumentsFile" >> beam.Create([where["documents"]])
                               | "ReadDocuments" >> beam.FlatMap(
                                   stages.read_keyed, reader.DOCUMENT_COLUMNS, options.split, ""))
+  return _from_questions(questions, joined_inputs, output_dir, config, header, reshuffle,
+                         options, where["stories_dir"])
+
+
+def _hub_inputs(p: beam.Pipeline, paths: List[str], options: NarrativeQAOptions):
+  """The questions and the stories (or summaries) of the Hub's Parquet files (:mod:`.hub`);
+  a UserError if a file's name says another split than --split."""
+  for path in paths:
+    split = hub.split_of_file(path)
+    if split is not None and split != options.split:
+      raise UserError(f"--split {options.split}, but {path} is a {split} file of the Hugging "
+                      f"Face Hub (its rows are all of one split)")
+  questions = (p | "QuestionFiles" >> beam.Create(paths)
+               | "ReadQuestions" >> beam.ParDo(stages.ReadHubQuestionsFn(options.split))
+               .with_outputs(DEAD_LETTER, INPUT_COUNT, STATS, stages.STORY, stages.SUMMARY,
+                             main=QUESTIONS))
+  tag = stages.SUMMARY if options.context == "summary" else stages.STORY
+  return questions, {tag: questions[tag]}
+
+
+def _from_questions(questions, joined_inputs: Dict, output_dir: str,
+                    config: RecordsConfig, header: Dict, reshuffle: bool,
+                    options: NarrativeQAOptions, stories_dir: str) -> beam.PCollection:
+  """The rest of the job: questions joined to their stories -> Documents -> records."""
+  joined_inputs = {"questions": questions[QUESTIONS], **joined_inputs}
   joined = joined_inputs | "JoinQuestionsToStories" >> beam.CoGroupByKey()
   if reshuffle:
     joined = joined | "SpreadStories" >> beam.Reshuffle()
   parsed = joined | "ReadStories" >> beam.ParDo(
-      stages.StoryFn(options.context, where["stories_dir"])).with_outputs(
+      stages.StoryFn(options.context, stories_dir)).with_outputs(
           DEAD_LETTER, STATS, main="documents")
   dead = ((questions[DEAD_LETTER], parsed[DEAD_LETTER])
           | "FlattenReadParseDead" >> beam.Flatten())

@@ -4,7 +4,8 @@
 :class:`ReadQuestionsFn` turns ``qaps.csv`` into the split's questions keyed by story,
 :func:`read_keyed` reads ``documents.csv`` / ``summaries.csv`` keyed by story, and
 :class:`StoryFn` reads each story once and makes one Document per question, all holding the same
-text object.
+text object.  :class:`ReadHubQuestionsFn` reads the Hub's Parquet files (:mod:`.hub`) into the
+same questions, story rows and summaries, the story's file bytes inside its row.
 """
 
 from __future__ import annotations
@@ -18,16 +19,17 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from pipelines import keys
-from pipelines.beam.dead_letter import DEAD_LETTER
+from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.parse import failure
 from pipelines.beam.read import INPUT_COUNT
 from pipelines.beam.stats import STATS, BundleStats
-from pipelines.datasets.narrativeqa import reader
+from pipelines.datasets.narrativeqa import hub, reader
 from pipelines.document import BadInput
 from pipelines.errors import UserError
-from pipelines.sources import byte_stream
+from pipelines.sources import byte_stream, parquet_rows
 
 NAMESPACE = "readtwice.narrativeqa"
+STORY, SUMMARY = "story", "summary"  # the Hub reader's story rows and summaries (by story)
 
 
 class _RawReader(io.RawIOBase):
@@ -176,6 +178,9 @@ class StoryFn(beam.DoFn):
       raise BadInput("unknown_document", f"documents.csv has no row for {document_id} in "
                                          f"this split")
     row = stories[0]
+    if "content" in row:  # a Hub row: the story file's bytes are inside it
+      return reader.story_text(row["content"], row.get("kind", ""), row["story_start"],
+                               row["story_end"])
     path = FileSystems.join(self._stories_dir, f"{document_id}.content")
     try:
       with FileSystems.open(path) as f:
@@ -188,3 +193,45 @@ class StoryFn(beam.DoFn):
 
   def finish_bundle(self):
     yield from self._stats.emit()
+
+
+class ReadHubQuestionsFn(beam.DoFn):
+  """A Hub Parquet file (:mod:`.hub`) -> the outputs of :class:`ReadQuestionsFn` (questions
+  keyed by story; dead letters, input count, stats), plus each story's ``documents.csv`` row
+  (tag ``story``, with its file's bytes as ``content``) and summary (tag ``summary``), once per
+  story and file.  Rows are read a few at a time (they hold whole stories)."""
+
+  def __init__(self, split: str, batch_size: int = 8):
+    self._split = split
+    self._batch_size = batch_size
+
+  def process(self, path: str):
+    records = dead = 0
+    stories = set()
+    stats = {"read/records": 0, "read/other_split_rows": 0, "read/uncertain_regions": 0}
+    try:
+      rows = parquet_rows.iter_rows(path, hub.REQUIRED, hub.COLUMNS, self._batch_size)
+      for index, row in enumerate(rows):
+        source_id = f"{path}#{index}"
+        try:
+          question = hub.question_row(row, self._split)
+        except (KeyError, TypeError, AttributeError) as e:
+          dead += 1
+          yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(
+              "read", "invalid_row", source_id, f"{type(e).__name__}: {e}"))
+          continue
+        records += 1
+        document_id = question["document_id"]
+        if document_id not in stories:
+          stories.add(document_id)
+          yield beam.pvalue.TaggedOutput(STORY, (document_id, hub.story_row(row, self._split)))
+          yield beam.pvalue.TaggedOutput(SUMMARY, (document_id, hub.summary(row)))
+        yield document_id, (source_id, question)
+    except parquet_rows.ParquetError as e:
+      dead += 1
+      stats["read/uncertain_regions"] += 1
+      stats[f"read/{e.reason}"] = 1
+      yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter("read", e.reason, path, e.detail))
+    stats["read/records"] = records
+    yield beam.pvalue.TaggedOutput(INPUT_COUNT, records + dead)
+    yield beam.pvalue.TaggedOutput(STATS, stats)

@@ -9,7 +9,9 @@ with --per_document one per page; a web question is one document per page (Entit
 SearchResults), id ``QuestionId--Filename``: the keys of the official evaluation.  Every
 occurrence of every answer alias (after the official normalisation) is labelled.  Writes
 ``records-*.tfrecord``, ``documents/``, ``dead_letter/``, ``skipped/``, ``manifest.json`` and
-``COMPLETED`` under --output_dir.
+``COMPLETED`` under --output_dir.  Parquet files of the Hugging Face Hub
+(``mandarjoshi/trivia_qa``, config ``rc``) hold the evidence texts: with them no --evidence_dir
+is needed (:mod:`pipelines.datasets.triviaqa.hub`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import flags
-from pipelines.beam import read
+from pipelines.beam import inputs, read, read_parquet
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -32,7 +34,7 @@ from pipelines.beam.parse import ParseRecords
 from pipelines.beam.stats import STATS
 from pipelines.beam.answers import LabelAnswers
 from pipelines.datasets import DatasetSpec
-from pipelines.datasets.triviaqa import reader
+from pipelines.datasets.triviaqa import hub, reader
 from pipelines.datasets.triviaqa.answers import find_alias_spans
 from pipelines.datasets.triviaqa.evidence import ReadEvidence
 
@@ -47,7 +49,7 @@ LIST_KEY = "Data"  # the official question files: {"Data": [...], "Domain": ...,
 
 @dataclasses.dataclass(frozen=True)
 class TriviaQAOptions:
-  evidence_dir: str = ""
+  evidence_dir: str = ""  # "" only when every input is a Hub Parquet file
   per_document: bool = False
   annotation: AnnotationConfig = AnnotationConfig()
 
@@ -92,7 +94,8 @@ def check_evidence_dir(path: str) -> None:
 def add_flags(group) -> None:
   group.add_argument("--evidence_dir", default=None,
                      help="TriviaQA's evidence/ folder (wikipedia/ and web/ under it; local or "
-                          "gs://); required")
+                          "gs://); required unless every --input is a Hugging Face Hub Parquet "
+                          "file (config rc), whose rows hold the evidence texts")
   flags.bool_flag(group, "per_document", False,
                   "Wikipedia questions: one document per (question, page), id "
                   "QuestionId--Filename, as the per-document evaluation keys; web questions are "
@@ -100,9 +103,24 @@ def add_flags(group) -> None:
   flags.add_annotation_flags(group)
 
 
+def _hub_only(pattern: str) -> bool:
+  """Whether every input of ``pattern`` is a Parquet file (False if it matches nothing)."""
+  try:
+    return read_parquet.all_parquet(inputs.match_inputs(pattern))
+  except Exception:  # pylint: disable=broad-except  # the job then says what is wrong
+    return False
+
+
+def check_evidence_dir_for(path: str, pattern: str) -> None:
+  """:func:`check_evidence_dir`, unless ``path`` is empty and every input of ``pattern`` is a
+  Hub Parquet file (whose rows hold the evidence texts)."""
+  if path or not _hub_only(pattern):
+    check_evidence_dir(path or "")
+
+
 def options_from_args(args) -> TriviaQAOptions:
-  check_evidence_dir(args.evidence_dir or "")
-  return TriviaQAOptions(evidence_dir=args.evidence_dir, per_document=args.per_document,
+  check_evidence_dir_for(args.evidence_dir, getattr(args, "input", "") or "")
+  return TriviaQAOptions(evidence_dir=args.evidence_dir or "", per_document=args.per_document,
                          annotation=flags.annotation_config_from_args(args))
 
 
@@ -114,9 +132,10 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   ``reshuffle``: spread the document plans over workers before the evidence is read (for
   distributed runners, where one worker reads a whole question file).
   """
-  check_evidence_dir(options.evidence_dir)
-  raw = p | "ReadJson" >> read.ReadJsonRecords(
-      paths, list_key=LIST_KEY,
+  if options.evidence_dir or not read_parquet.all_parquet(paths):
+    check_evidence_dir(options.evidence_dir)
+  raw = p | "ReadJson" >> read_parquet.ReadRecords(
+      paths, hub.SCHEMA, list_key=LIST_KEY,
       expand=functools.partial(reader.split_question, per_document=options.per_document))
   parsed = raw[read.RECORDS] | "ParseTriviaQA" >> ParseRecords(
       functools.partial(reader.parse_record, per_document=options.per_document),

@@ -4,7 +4,8 @@ workers.
 Each :class:`pipelines.datasets.triviaqa.reader.Plan` names its evidence files relative to
 ``--evidence_dir`` (``wikipedia/<Filename>`` for EntityPages, ``web/<Filename>`` for
 SearchResults, the official ``evidence/`` layout); they are read with
-``apache_beam.io.filesystems.FileSystems`` (local or ``gs://``), decoded by
+``apache_beam.io.filesystems.FileSystems`` (local or ``gs://``; a page whose text the datum
+holds, as the Hub's Parquet rows do, is not read but encoded as UTF-8), decoded by
 :func:`pipelines.datasets.triviaqa.reader.decode_evidence` (U+FFFD for bytes that are not UTF-8, BOM
 dropped, CRLF / CR as LF) and the document is built by
 :func:`pipelines.datasets.triviaqa.reader.build_document`.
@@ -88,9 +89,9 @@ class _ReadEvidenceFn(beam.DoFn):
 
   def _read_page(self, page: reader.Page) -> Tuple[Optional[str], str, str]:
     """``(text or None, path, error)``."""
-    path = evidence_path(self._dir, page)
+    path = page.relative_path if page.text is not None else evidence_path(self._dir, page)
     try:
-      data = read_bytes(path)
+      data = read_bytes(path) if page.text is None else page.text.encode("utf-8")
     except Exception as e:  # pylint: disable=broad-except
       if not is_missing_file_error(e):
         raise

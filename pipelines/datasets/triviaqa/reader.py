@@ -47,14 +47,17 @@ KEY_SEPARATOR = "--"  # document_id = QuestionId--Filename (schemas/documents.py
 WIKIPEDIA, WEB = "wikipedia", "web"  # evidence sub-directories (and page origins)
 PAGE_KEY = "_page"  # a unit of a question-document pair: the datum with its page's index
 ANSWER_LISTS = ("Aliases", "NormalizedAliases", "HumanAnswers")
+TEXT_KEY = "_text"  # a page's evidence text inside the datum (Hub Parquet rows, .hub)
 
 
 @dataclasses.dataclass(frozen=True)
 class Page:
-  """One evidence file: ``<evidence_dir>/<origin>/<filename>``."""
+  """One evidence file: ``<evidence_dir>/<origin>/<filename>``, or its ``text`` where the
+  datum holds it (:data:`TEXT_KEY`)."""
   origin: str  # WIKIPEDIA (EntityPages) or WEB (SearchResults)
   filename: str
   title: str
+  text: Optional[str] = None
 
   @property
   def relative_path(self) -> str:
@@ -110,7 +113,10 @@ def _page(origin: str, page: Any, k: int) -> Page:
     title = name[:-4] if name.endswith(".txt") else name
   if not isinstance(title, str):
     raise BadInput("bad_title", f"page {k} ({name!r}) Title is {type(title).__name__}")
-  return Page(origin, name, title)
+  text = page.get(TEXT_KEY)
+  if text is not None and not isinstance(text, str):
+    raise BadInput("bad_evidence", f"page {k} ({name!r}) text is {type(text).__name__}")
+  return Page(origin, name, title, text)
 
 
 def _repeated_pages(pages: List[Tuple[str, Any]]) -> int:
