@@ -49,9 +49,14 @@ def _num_shards(segments: int, cfg: RecordsConfig, duplicates: List = ()) -> int
 
 
 def _side_lines(records: beam.PCollection, label: str) -> beam.PCollection:
-  """Dead-letter / skipped records -> ``(key, json line)``, keyed by source id then reason."""
-  return records | f"{label}Key" >> beam.Map(
-      lambda d: (keys.join_key(d["source_id"], reason_key(d)), to_json_line(d)))
+  """Dead-letter / skipped records -> ``(key, json line)``, keyed by source id, reason, then the
+  line itself: one source may fail several times for one reason (a TriviaQA web question is one
+  document per page), and the writer requires unique keys."""
+  def keyed(d):
+    line = to_json_line(d)
+    return keys.join_key(d["source_id"], reason_key(d), line), line
+
+  return records | f"{label}Key" >> beam.Map(keyed)
 
 
 class DocumentsToRecords(beam.PTransform):

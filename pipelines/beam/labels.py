@@ -67,7 +67,11 @@ class _CheckFn(beam.DoFn):
         self._rejected.inc()
         yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(
             "labels", "missing_answer", entry.source_id,
-            f"question {entry.question_id!r} has no answer, but {mode['labelled']} questions "
+            f"question {entry.question_id!r}"
+            # A question read as several documents (TriviaQA web: one per page) dead-letters
+            # each of them: the document id keeps their lines apart.
+            + (f" (document {entry.id!r})" if entry.id != entry.question_id else "")
+            + f" has no answer, but {mode['labelled']} questions "
             f"of {path} have one (only test files without any answers may be unlabelled)"))
         return
     self._stats.count("labels/output")

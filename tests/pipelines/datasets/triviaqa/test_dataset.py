@@ -490,3 +490,21 @@ def gold_aliases(gold, qid):
   answer = datum.get("Answer", {})
   return [normalize_answer(a) for a in [answer.get("Value", "")] + answer.get("Aliases", [])
           + answer.get("NormalizedAliases", [])]
+
+
+def test_unanswered_web_question_with_several_pages_is_one_dead_letter_per_page(data, tmp_path):
+  """A web question without an answer, in a file whose other questions have one, is read as one
+  document per page; each is a labels/missing_answer dead letter, named by its document (two
+  identical lines once crashed the dead-letter writer)."""
+  _, evidence, _ = data
+  unanswered = {"EntityPages": [page("Paris.txt")], "Question": "Where is the Louvre?",
+                "QuestionId": "q_u1", "SearchResults": [result("1/1_1.txt")]}
+  path = write_question_file(tmp_path / "web-dev.json", [WEB_DEV[0], unanswered], "Web", "dev")
+  out = str(tmp_path / "out")
+  m = triviaqa.run(path, out, SMALL, triviaqa_dataset.TriviaQAOptions(evidence_dir=evidence))
+  missing = [d for d in dead_letters(out) if d["reason"] == "missing_answer"]
+  assert sorted(d["detail"].split(" has no answer")[0] for d in missing) == [
+      "question 'q_u1' (document 'q_u1--1/1_1.txt')",
+      "question 'q_u1' (document 'q_u1--Paris.txt')"]
+  assert m["counts"]["input"] == (m["counts"]["written"] + m["counts"]["skipped"]
+                                  + m["counts"]["rejected"])
