@@ -34,9 +34,6 @@ COMMANDS: Dict[str, Tuple[str, str]] = {
     "inspect": ("pipelines.inspector", "show the records of a pipeline output dir"),
 }
 
-# Where a command's ``main`` lives when not in its module (a package's ``__main__`` re-exports it).
-_MAIN_IN = {"pipelines.inspector": "pipelines.inspector.cli"}
-
 
 def _datasets() -> Tuple[str, ...]:
   from pipelines import datasets  # pylint: disable=g-import-not-at-top
@@ -73,7 +70,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   if name in COMMANDS:
     module = COMMANDS[name][0]
     schema_cli.show_as(module, f"{PROG} {name}")
-    return importlib.import_module(_MAIN_IN.get(module, module)).main(argv[1:])
+    return importlib.import_module(module).main(argv[1:])
   if name in _datasets():
     from pipelines import runner  # pylint: disable=g-import-not-at-top
     schema_cli.show_as(f"pipelines {name}", f"{PROG} {name}")

@@ -40,3 +40,5 @@ TensorFlow-free: files are read with Beam's ``FileSystems`` (so ``gs://`` works)
 From Python: ``record_io.load_records``, ``text_view.render_text``, ``html_view.render_html``.
 """
 
+
+from pipelines.inspector.cli import main  # noqa: E402,F401  (python -m / readtwice inspect)
