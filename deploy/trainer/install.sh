@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs readtwice with its `trainer` extra at the versions pinned in requirements.txt, then
-# replaces the CPU TensorFlow build that the extra names with the one for the accelerator:
+# Installs readtwice with its `trainer` and `cpu` extras at the versions pinned in
+# requirements.txt, then replaces the CPU TensorFlow build with the one for the accelerator:
 #
 #   bash deploy/trainer/install.sh cpu|gpu|tpu    (PYTHON=/path/to/python picks the interpreter)
 #
@@ -43,7 +43,7 @@ if [[ -z "$tf_version" ]]; then
 fi
 
 "${pip[@]}" install --no-cache-dir --upgrade pip
-"${pip[@]}" install --no-cache-dir -c "$constraints" "$root[trainer]"
+"${pip[@]}" install --no-cache-dir -c "$constraints" "$root[trainer,cpu]"
 
 case "$accelerator" in
   gpu)
