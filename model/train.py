@@ -6,7 +6,8 @@ CLI::
       [--preset tiny|base | --model_config model.json] [--steps 1000] [--learning_rate 5e-5] \
       [--warmup_fraction 0] [--end_learning_rate_fraction 0] [--optimizer adamw|lamb] \
       [--weight_decay 0.01] [--clipnorm 1.0|none] [--seed 0] [--noshuffle] [--jit_compile] \
-      [--checkpoint_every 1000] [--max_checkpoints 3] [--log_every 1] [--steps_per_loop 1]
+      [--checkpoint_every 1000] [--max_checkpoints 3] [--log_every 1] [--steps_per_loop 1] \
+      [--allow_schedule_change]
 
 e.g. ``--preset tiny --steps 120 --learning_rate 2e-3 --warmup_fraction 0.08`` (the demo).  Every
 trainer flag defaults to the matching :class:`model.configs.TrainConfig` field (the values shown);
@@ -15,7 +16,9 @@ exit with status 2.  It
 prints one JSON line per step (``{"step", "loss", ...}``) and a final JSON summary line
 (``{"summary": true, "first_loss", "last_loss", ...}``).  Writes ``<model_dir>/config.json``,
 checkpoints (``tf.train.CheckpointManager``, prefix ``ckpt``) and TensorBoard summaries under
-``<model_dir>/tb``.  Python API: :func:`train`.
+``<model_dir>/tb``.  A model dir with checkpoints is resumed (one ``resuming from ...`` line);
+resuming with another schedule (``--steps``, ``--warmup_fraction``, ``--learning_rate``, ...)
+is an error unless ``--allow_schedule_change``.  Python API: :func:`train`.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ def config_from_manifest(records_dir: str, preset: str = "tiny", **overrides
 def train(records_dir: str, model_dir: str,
           model_config: Optional[configs_lib.ModelConfig] = None,
           train_config: Optional[configs_lib.TrainConfig] = None,
-          log_fn: Optional[Callable[[Dict], None]] = None) -> Dict:
+          log_fn: Optional[Callable[[Dict], None]] = None,
+          allow_schedule_change: bool = False) -> Dict:
   """Trains ReadTwice's QA heads on a pipeline output dir (one device); resumes from
   ``model_dir``'s latest checkpoint.  :mod:`model.finetune` adds strategies, dev evaluation and
   initialisation; this is the same :class:`model.trainer.Trainer` without them.
@@ -66,6 +70,8 @@ def train(records_dir: str, model_dir: str,
     model_config: defaults to the ``tiny`` preset fitted to the manifest.
     train_config: defaults to ``TrainConfig()``.
     log_fn: called with each logged metrics dict (default: one JSON line per log).
+    allow_schedule_change: resume a model dir trained with another schedule (a warning)
+      instead of raising :class:`model.training_data.TrainingError`.
 
   Returns:
     summary dict (:meth:`model.trainer.Trainer.run`): ``first_loss``, ``last_loss``,
@@ -75,7 +81,7 @@ def train(records_dir: str, model_dir: str,
   mc = model_config or config_from_manifest(records_dir, "tiny")
   log_fn = log_fn or (lambda d: print(json.dumps(d), flush=True))
   return trainer_lib.Trainer(objectives.FinetuneTask(mc), [records_dir], model_dir, mc, tc,
-                             log_fn=log_fn).run()
+                             log_fn=log_fn, allow_schedule_change=allow_schedule_change).run()
 
 
 def load_model(model_dir: str, checkpoint: Optional[str] = None):
@@ -131,6 +137,10 @@ def build_parser() -> cli.Parser:
                  help="train steps per tf.function call (host round trip)")
   p.add_argument("--log_every", type=int, default=d.log_every,
                  help="TensorBoard summary interval (steps)")
+  cli.bool_flag(p, "allow_schedule_change", False,
+                "resume even though the schedule (--steps, --warmup_fraction, --learning_rate, "
+                "--end_learning_rate_fraction, --optimizer) differs from the run's: a warning, "
+                "and the new schedule applies from the resumed step (without it: an error)")
   return p
 
 
@@ -163,7 +173,8 @@ def main(argv=None) -> int:
   except (FileNotFoundError, ValueError) as e:  # ManifestError, SchemaVersionError
     return driver.fail(p.prog, f"--records_dir: {e}")
   try:
-    summary = train(args.records_dir, args.model_dir, mc, tc)
+    summary = train(args.records_dir, args.model_dir, mc, tc,
+                    allow_schedule_change=args.allow_schedule_change)
   except (training_data.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(e, [args.records_dir]))
   summary.pop("losses")

@@ -14,7 +14,7 @@ from typing import Dict
 import pytest
 import tensorflow as tf
 
-from model import configs, finetune, optimization, pretrain, trainer
+from model import configs, finetune, optimization, pretrain, train, trainer
 from tests.model import packs
 from tests.model.test_trainer import hotpot_gold
 
@@ -65,7 +65,7 @@ def test_dev_metrics_share_the_training_charts_where_they_measure_the_same():
   assert trainer._eval_summary_name("rouge_l") == "eval/rouge_l"
 
 
-@pytest.mark.parametrize("module", [finetune, pretrain])
+@pytest.mark.parametrize("module", [finetune, pretrain, train])
 def test_allow_schedule_change_is_off_by_default(module):
   p = module.build_parser()
   required = ["--records_dir", "r", "--model_dir", "m"] + (
@@ -184,3 +184,21 @@ def test_changed_steps_on_resume_is_refused_unless_allowed(qa, tmp_path, capsys)
   # Step 4 (update index 3) uses the new schedule's rate.
   lr = {x["step"]: x["learning_rate"] for x in lines if "learning_rate" in x}
   assert lr[4] == pytest.approx(float(optimization.make_schedule(tc)(3)))
+
+
+@pytest.mark.slow
+def test_model_train_refuses_a_changed_schedule_on_resume_too(qa, tmp_path, capsys):
+  records, _ = qa
+  model_dir = str(tmp_path / "m")
+  argv = ["--records_dir", records, "--model_dir", model_dir, "--preset", "tiny",
+          "--checkpoint_every", "2"]
+  assert train.main(argv + ["--steps", "2"]) == 0
+  capsys.readouterr()
+  assert train.main(argv + ["--steps", "3"]) == 1
+  assert capsys.readouterr().err.splitlines() == [
+      f"python -m model.train: error: {model_dir} was trained with another schedule: "
+      "steps 2 -> 3; resume with the run's own flags, or give --allow_schedule_change to train "
+      "on with the new schedule"]
+  assert tf.train.latest_checkpoint(model_dir).endswith("ckpt-2")
+  assert train.main(argv + ["--steps", "3", "--allow_schedule_change"]) == 0
+  assert json.loads(capsys.readouterr().out.splitlines()[-1])["steps"] == 3
