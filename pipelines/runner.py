@@ -8,6 +8,9 @@
   ``--direct_running_mode=multi_processing --direct_num_workers=N`` parallelise a local run.
 * A missing input or an output dir holding an earlier run is one ``<prog>: error: ...`` line
   on stderr and exit status 1; Ctrl-C is exit 130, SIGTERM 143.  Tracebacks are for bugs.
+* ``--estimate`` (:func:`estimate_job`, :mod:`pipelines.estimate`) resolves the inputs and
+  builds the job's graph as a run would (the same errors), then prints what the run would cost
+  instead of running it, writing nothing.
 * Logging: the ``pipelines`` logger (progress, what is read and written) and Beam's Dataflow
   runner (job id and monitoring-console URL) log at INFO on stderr, everything else at WARNING
   (``--log_level`` changes the level of ours).  The last stdout line is the JSON summary.
@@ -116,9 +119,7 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
   from schemas import manifest as manifest_schema  # pylint: disable=g-import-not-at-top
 
   inputs = describe_inputs(input_pattern)
-  if writer.is_file(output_dir):
-    raise UserError(f"--output_dir {output_dir} is a file, not a directory; choose a directory "
-                    f"(it is created if missing)")
+  _check_output_dir_not_a_file(output_dir)
   LOGGER.info("reading %d file(s), %.1f MB: %s", len(inputs),
               sum(i["bytes"] for i in inputs) / 1e6,
               ", ".join(f"{i['path']} ({i['bytes'] / 1e6:,.1f} MB)" for i in inputs[:5])
@@ -135,16 +136,9 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
       writer.delete_tmp(output_dir)
     else:
       writer.prepare_output_dir(output_dir, overwrite, outputs)
-    header = manifest_header(job, config, input_pattern, inputs, task)
+    header = _header_with_options(job, config, input_pattern, inputs, task, options)
     if options is not None:
       build = functools.partial(build, options=options)
-      described = (options.describe() if hasattr(options, "describe")
-                   else dataclasses.asdict(options))
-      clash = sorted(k for k in described if k in header["config"]
-                     and described[k] != header["config"][k])
-      if clash:  # one key, two meanings: the manifest would record only one (a bug)
-        raise ValueError(f"the options of {job} redefine the config entries {clash}")
-      header["config"].update(described)
     if submit_only:
       header[manifest_lib.RELEASE_CLAIM_KEY] = held.token
     if dry_run_file:
@@ -181,6 +175,92 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
       writer.remove_if_empty(output_dir, existed)
 
 
+def _check_output_dir_not_a_file(output_dir: str) -> None:
+  from pipelines.beam import writer  # pylint: disable=g-import-not-at-top
+  if writer.is_file(output_dir):
+    raise UserError(f"--output_dir {output_dir} is a file, not a directory; choose a directory "
+                    f"(it is created if missing)")
+
+
+def _header_with_options(job: str, config: RecordsConfig, input_pattern: str,
+                         inputs: List[Dict[str, Any]], task: Optional[str],
+                         options: Any) -> Dict[str, Any]:
+  """The manifest header, its ``config`` holding the job's own ``options`` too."""
+  header = manifest_header(job, config, input_pattern, inputs, task)
+  if options is not None:
+    described = (options.describe() if hasattr(options, "describe")
+                 else dataclasses.asdict(options))
+    clash = sorted(k for k in described if k in header["config"]
+                   and described[k] != header["config"][k])
+    if clash:  # one key, two meanings: the manifest would record only one (a bug)
+      raise ValueError(f"the options of {job} redefine the config entries {clash}")
+    header["config"].update(described)
+  return header
+
+
+def estimate_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
+                 config: RecordsConfig, beam_args: Optional[Sequence[str]] = None,
+                 options: Any = None, task: Optional[str] = None,
+                 prices: Optional[Dict[str, Optional[float]]] = None,
+                 out=None) -> Dict[str, Any]:
+  """``--estimate``: what a run of the job would cost (:mod:`pipelines.estimate`), printing its
+  table on ``out`` (default stdout) and returning its JSON.  Nothing is written.
+
+  The inputs are resolved as :func:`run_job` resolves them (the same globs and errors: a
+  missing input, a directory, an output dir that is a file, an unreadable tokenizer), and the
+  job's graph is built on a pipeline that never runs, so that the dataset's own checks (an
+  evidence dir, a stories dir, an index, a split) raise as in a run; the output dir is neither
+  claimed nor checked for an earlier run.
+  """
+  from pipelines import estimate as estimate_lib  # pylint: disable=g-import-not-at-top
+  inputs = describe_inputs(input_pattern)
+  _check_output_dir_not_a_file(output_dir)
+  header = _header_with_options(job, config, input_pattern, inputs, task, options)
+  check_graph(build, [i["path"] for i in inputs], output_dir, config, header, beam_args, options)
+  work = estimate_lib.measure(job, inputs, options)
+  e = estimate_lib.estimate(job, work, estimate_lib.workers_from_args(list(beam_args or [])),
+                            options, prices)
+  print(estimate_lib.render(e), file=out or sys.stdout, flush=True)
+  return e
+
+
+def check_graph(build: JobBuilder, paths: List[str], output_dir: str, config: RecordsConfig,
+                header: Dict[str, Any], beam_args: Optional[Sequence[str]] = None,
+                options: Any = None) -> None:
+  """Builds the job's graph on a local pipeline that is never run, so that its checks raise as
+  in a run.  Nothing is written: Beam's ``Pipeline`` makes a local temporary directory when it
+  is constructed (used when it runs, and deleted then); this one gets none."""
+  import apache_beam as beam  # pylint: disable=g-import-not-at-top
+  from apache_beam import pipeline as beam_pipeline  # pylint: disable=g-import-not-at-top
+  from apache_beam.options.pipeline_options import PipelineOptions  # pylint: disable=g-import-not-at-top
+  from apache_beam.runners.portability.fn_api_runner import FnApiRunner  # pylint: disable=g-import-not-at-top
+
+  real_tempfile = beam_pipeline.tempfile
+  beam_pipeline.tempfile = _NoTempDir(real_tempfile)
+  try:
+    p = beam.Pipeline(runner=FnApiRunner(), options=PipelineOptions(list(beam_args or [])))
+  finally:
+    beam_pipeline.tempfile = real_tempfile
+  if options is not None:
+    build = functools.partial(build, options=options)
+  build(p, paths, output_dir, config, header, not is_local(beam_args))
+
+
+class _NoTempDir:
+  """The ``tempfile`` module as ``Pipeline.__init__`` sees it in :func:`check_graph`:
+  ``mkdtemp`` makes nothing (the pipeline never runs)."""
+
+  def __init__(self, real):
+    self._real = real
+
+  def mkdtemp(self, *args, **kwargs) -> str:
+    del args, kwargs
+    return ""
+
+  def __getattr__(self, name):
+    return getattr(self._real, name)
+
+
 def summary(manifest: Dict[str, Any], output_dir: str) -> Dict[str, Any]:
   """The last stdout line: what was written, skipped and rejected, and where."""
   m = manifest
@@ -215,7 +295,11 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
       options = job_options(args)
     except ValueError as e:
       parser.error(str(e))
+  prices = flags.estimate_prices(parser, args, beam_args) if args.estimate else None
   setup_logging(args.log_level)
+  if args.estimate:
+    return run_main(parser.prog, lambda: estimate_job(
+        job, build, args.input, args.output_dir, config, beam_args, options, task, prices))
 
   def body():
     m = run_job(job, build, args.input, args.output_dir, config, beam_args, args.overwrite,

@@ -110,6 +110,16 @@ def test_help_example_parses(group):
     assert len(parsed[module]["argv"]) >= 2, module
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("module", [m for m in PIPELINES if m != "pipelines.inspector"])
+def test_every_job_has_estimate(helps, module):
+  """``--estimate`` (what a run would cost, nothing run or written) is a flag of every job."""
+  usage = helps[module].stdout
+  for flag in ("--estimate", "--price_vcpu_hour", "--price_memory_gb_hour",
+               "--price_disk_gb_hour"):
+    assert flag in usage, (module, flag)
+
+
 def _typo(flag: str) -> str:
   """``--learning_rate`` -> ``--learnnig_rate``: two letters swapped, not an abbreviation."""
   name = flag[2:]

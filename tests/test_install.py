@@ -4,7 +4,7 @@
 test tools); `make test` adds requirements-test.txt; the `gpu` and `tpu` extras each bring one
 TensorFlow build and the `trainer` extra none, so `[trainer,gpu]` never pulls tensorflow-cpu
 (which would overwrite the GPU build's `tensorflow/` package).  Read statically: nothing is
-installed here (the pins themselves were resolved by pip, see README "Set up").
+installed here (the pins themselves were resolved by pip, see docs/development.md "Installation").
 """
 
 import ast

@@ -16,7 +16,7 @@ import pytest
 
 from tests import REPO_ROOT
 
-SECTION = "### Your own long-document QA data (JSON lines)"
+SECTION = "### Your own QA data (JSON lines)"
 
 
 def readme_commands():
@@ -29,7 +29,7 @@ def readme_commands():
 
 def test_the_section_has_the_four_steps():
   cmds = readme_commands()
-  assert cmds[0].startswith("S=")
+  assert cmds[0].startswith("DATA=")
   assert [c.split()[2] for c in cmds[1:]] == [
       "pipelines", "model.finetune", "model.predict", "model.evaluate"]
 
@@ -37,14 +37,14 @@ def test_the_section_has_the_four_steps():
 @pytest.mark.slow
 def test_readme_commands_run_end_to_end(tmp_path):
   cmds = readme_commands()
-  env = dict(os.environ, S=str(REPO_ROOT / cmds[0].split("=", 1)[1]), TF_CPP_MIN_LOG_LEVEL="2",
-             PYTHONPATH=str(REPO_ROOT))
+  data = str(REPO_ROOT / cmds[0].split("=", 1)[1].split("#")[0].strip())
+  env = dict(os.environ, DATA=data, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO_ROOT))
   results = []
   for cmd in cmds[1:]:
-    argv = [a.replace("$S", env["S"]) for a in shlex.split(cmd)]
+    argv = [a.replace("$DATA", data) for a in shlex.split(cmd)]
     assert argv[0] == "python"
-    # The outputs go under tmp_path (my_qa/... in the README), the run is kept short.
-    argv = [sys.executable] + [a.replace("my_qa/", f"{tmp_path}/") for a in argv[1:]]
+    # The outputs go under tmp_path (runs/my_qa/... in the README), the run is kept short.
+    argv = [sys.executable] + [a.replace("runs/my_qa/", f"{tmp_path}/") for a in argv[1:]]
     proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, f"{cmd}\n{proc.stderr[-3000:]}"
@@ -55,7 +55,7 @@ def test_readme_commands_run_end_to_end(tmp_path):
   assert predict["task"] == "extractive_qa" and predict["predictions"] == 5
   with open(tmp_path / "pred.json", encoding="utf-8") as f:
     preds = json.load(f)
-  with open(env["S"], encoding="utf-8") as f:
+  with open(os.path.join(data, "examples.jsonl"), encoding="utf-8") as f:
     ids = {json.loads(line)["id"] for line in f if line.strip()}
   assert set(preds) == ids
   assert metrics["n_gold"] == 5 and metrics["n_missing"] == 0 and metrics["n_ignored"] == 0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Submits Vertex AI custom jobs from the specs in deploy/trainer/vertex/ (README, "Training on
-# Cloud TPU and Vertex AI"):
+# Submits Vertex AI custom jobs from the specs in deploy/trainer/vertex/ (docs/tpu.md,
+# "Training on Cloud TPU and Vertex AI"):
 #
 #   export PROJECT=my-project REGION=us-central1 BUCKET=my-bucket \
 #          IMAGE=us-central1-docker.pkg.dev/my-project/readtwice/trainer
@@ -37,7 +37,7 @@ for spec in "$@"; do
   names=$(grep -o '\${[A-Za-z_][A-Za-z0-9_]*}' "$spec" | sort -u | tr '\n' ' ' || true)
   for name in $names; do
     var=${name:2:${#name}-3}
-    [[ -n ${!var:-} ]] || die "$spec needs $var (README, \"Training on Cloud TPU and Vertex AI\")"
+    [[ -n ${!var:-} ]] || die "$spec needs $var (docs/tpu.md, \"Training on Cloud TPU and Vertex AI\")"
   done
   out="$tmp/$(basename "$spec")"
   envsubst "$names" < "$spec" > "$out"

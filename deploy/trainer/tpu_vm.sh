@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Train readtwice on a Cloud TPU VM (README, "Training on Cloud TPU and Vertex AI").
+# Train readtwice on a Cloud TPU VM (docs/tpu.md, "Training on Cloud TPU and Vertex AI").
 #
 #   export PROJECT=my-project ZONE=europe-west4-a TPU_NAME=readtwice-v3 BUCKET=my-bucket
 #   deploy/trainer/tpu_vm.sh create            # the TPU VM (v3-8, runtime tpu-ubuntu2204-base)
@@ -31,7 +31,7 @@ die() { echo "error: $*" >&2; exit 2; }
 need() {
   local name
   for name in "$@"; do
-    [[ -n ${!name:-} ]] || die "set $name (README, \"Training on Cloud TPU and Vertex AI\")"
+    [[ -n ${!name:-} ]] || die "set $name (docs/tpu.md, \"Training on Cloud TPU and Vertex AI\")"
   done
 }
 LOC=()

@@ -73,9 +73,10 @@ class DocumentsToRecords(beam.PTransform):
   description (``Tokenizer.describe()``, whose fingerprint the workers check).
   ``reshuffle``: redistribute documents before tokenising (distributed runners: a file is read
   by one worker; locally it would only hold every document in memory).
-  ``report``: ``report(manifest, output_dir, report_input)`` writes a report (e.g.
+  ``report``: ``report(manifest, output_dir, report_input, stats=...)`` writes a report (e.g.
   :func:`pipelines.beam.report.write_report`) after the manifest and before ``COMPLETED``;
-  ``report_input`` is the optional ``report_input`` singleton PCollection of the inputs.
+  ``report_input`` is the optional ``report_input`` singleton PCollection of the inputs (None
+  without it), ``stats`` the report-only stats (:func:`pipelines.beam.manifest.report_inputs`).
   ``annotator``: the annotation stage (Document -> Document with mentions, with ``documents``,
   ``stats`` and ``dead_letter`` outputs; e.g. :class:`pipelines.beam.annotate.AnnotateDocuments`),
   run before the labeller; none by default.  An annotator whose ``dry_run`` is true replaces
@@ -87,7 +88,7 @@ class DocumentsToRecords(beam.PTransform):
 
   def __init__(self, output_dir: str, config: RecordsConfig, header: Dict[str, Any],
                reshuffle: bool = False, labeller: Optional[beam.PTransform] = None,
-               report: Optional[Callable[[Dict[str, Any], str, Any], Any]] = None,
+               report: Optional[Callable[..., Any]] = None,
                annotator: Optional[beam.PTransform] = None):
     super().__init__()
     self._report = report

@@ -14,7 +14,7 @@ from schemas import documents as documents_schema
 from schemas import manifest as manifest_schema
 from schemas import records
 from pipelines.beam import spill, writer
-from pipelines.beam.stats import split_stats
+from pipelines.beam.stats import REPORT_PREFIX, SumStats, report_stats, split_stats
 from pipelines.errors import UserError
 
 LOGGER = logging.getLogger("pipelines")
@@ -117,6 +117,17 @@ def build_manifest(header: Dict[str, Any], input_count: int, stats: Dict[str, An
   return m
 
 
+def report_inputs(stats: Dict[str, Any], shards: List[Dict[str, Any]]) -> Dict[str, Any]:
+  """The report-only stats (``report/`` keys, prefix removed; not in the manifest) of the
+  stages and of the written shards (e.g. segments per pack), summed."""
+  combine = SumStats()
+  acc = combine.add_input(combine.create_accumulator(), report_stats(stats))
+  for s in shards:
+    combine.add_input(acc, report_stats({k: v for k, v in s.items()
+                                         if k.startswith(REPORT_PREFIX)}))
+  return combine.extract_output(acc)
+
+
 def check_error_fraction(counts: Dict[str, int], max_error_fraction: float,
                          output_dir: str) -> None:
   """Raises a UserError if ``counts`` reject more than ``max_error_fraction`` of the input."""
@@ -177,7 +188,8 @@ def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
                    spill_dir: str | None = None, report=None, report_input=None,
                    max_error_fraction: float = 1.0, allow_empty: bool = True):
   """FlatMap body: deletes the temporary files (``.tmp/``), writes ``manifest.json``, then
-  (when given) ``report(manifest, output_dir, report_input)``'s files, then ``COMPLETED``;
+  (when given) ``report(manifest, output_dir, report_input, stats=...)``'s files (``stats``:
+  :func:`report_inputs`), then ``COMPLETED``;
   yields the manifest.  When more than ``max_error_fraction`` of the input records were
   rejected, or no document was written and not ``allow_empty``, it raises a UserError after
   writing the manifest (kept for diagnosis) and before the report and ``COMPLETED``, so the
@@ -196,7 +208,7 @@ def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
   if not allow_empty:
     check_not_empty(m, output_dir)
   if report is not None:
-    report(m, output_dir, report_input)
+    report(m, output_dir, report_input, stats=report_inputs(stats, shards))
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.COMPLETED_FILE), [])
   LOGGER.info("manifest: %s", FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE))
   if release_token:

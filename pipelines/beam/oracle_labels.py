@@ -8,7 +8,10 @@ index of a text is built once and reused while the next documents hold the same 
 the indexes built.  Counters: ``answers/input``, ``answers/output``, ``answers/oracle_found``,
 ``answers/not_found`` (no span reaches the threshold: the question is kept, without spans),
 ``answers/oracle_spans``; distributions ``answers/best_rouge_l_pct`` (the question's best
-ROUGE-L F1 x 100) and ``answers/answers_per_question``.
+ROUGE-L F1 x 100) and ``answers/answers_per_question``.  For the stats report only (not in the
+manifest, :mod:`pipelines.beam.stats`): ``report/oracle/span_rouge_l_pct``, the ROUGE-L F1 x 100
+of every chosen span, and ``report/oracle/best_rouge_l_pct``, every question's best, as exact
+value counts (also the Beam distribution ``span_rouge_l_pct``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class _OracleFn(beam.DoFn):
 
   def setup(self):
     self._best = Metrics.distribution(NAMESPACE, "best_rouge_l_pct")
+    self._span = Metrics.distribution(NAMESPACE, "span_rouge_l_pct")
 
   def start_bundle(self):
     self._stats = BundleStats()
@@ -61,6 +65,10 @@ class _OracleFn(beam.DoFn):
     best = float(stats.get("best", max((s for _, _, s in spans), default=0.0)))
     self._best.update(int(round(100 * best)))
     self._stats.observe("answers/best_rouge_l_pct", int(round(100 * best)))
+    self._stats.tally("report/oracle/best_rouge_l_pct", int(round(100 * best)))
+    for _, _, score in spans:
+      self._span.update(int(round(100 * score)))
+      self._stats.tally("report/oracle/span_rouge_l_pct", int(round(100 * score)))
     self._stats.observe("answers/answers_per_question", len(spans))
     self._stats.count("answers/oracle_found" if spans else "answers/not_found")
     self._stats.count("answers/oracle_spans", len(spans))

@@ -20,12 +20,13 @@ it depends only on the shard's content.  Padding segments have ``segment_mask`` 
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from schemas import example_proto, records
 from pipelines.beam import spill
+from pipelines.beam.stats import REPORT_PREFIX, ValueCounts
 from pipelines.text.segmenter import (SEGMENT_FEATURES, TOKEN_FEATURES, SubDocument,
                                       empty_token_features, entity_ids, lay_out,
                                       sub_document_key)
@@ -173,10 +174,15 @@ class PackEncoder:
     self.seq_length = seq_length
     self.pad_id = pad_id
 
-  def stats(self, plan: List[List[int]], segments: Sequence[int]) -> Dict[str, int]:
+  def stats(self, plan: List[List[int]], segments: Sequence[int]) -> Dict[str, Any]:
+    """The shard's counts for the manifest, plus (for the stats report only) how many
+    segments and sub-documents each pack holds."""
     total = sum(segments)
     return {"packs": len(plan), "segments": total, "sub_documents": len(segments),
-            "padding_segments": len(plan) * self.segments_per_pack - total}
+            "padding_segments": len(plan) * self.segments_per_pack - total,
+            REPORT_PREFIX + "segments_per_pack": ValueCounts.of(
+                sum(segments[i] for i in b) for b in plan),
+            REPORT_PREFIX + "sub_documents_per_pack": ValueCounts.of(len(b) for b in plan)}
 
   def encode(self, shard: int, j: int, docs: Sequence[SubDocument],
              entity_table: Optional[Mapping[str, int]] = None) -> bytes:

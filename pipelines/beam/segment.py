@@ -27,6 +27,24 @@ from pipelines.text.tokenizer import shared_tokenizer
 NAMESPACE = "readtwice.segment"
 # Per-document distributions (Beam Metrics while running, the manifest's "distributions").
 DISTRIBUTIONS = ("tokens_per_document", "segments_per_document", "mentions_per_segment")
+# What became of a question's answer (the stats report's coverage, ``report/questions/<kind>``,
+# counted once per segmented document with a question; not in the manifest).
+COVERAGE = ("in_segment", "lost_in_segmentation", "not_in_text", "yes_no", "no_answer")
+
+
+def answer_coverage(question, char_spans, placed: int) -> str:
+  """One of :data:`COVERAGE`: no reference answer (a test question, or unanswerable); a yes/no
+  answer (in every segment as the answer type); no answer span in the text (not found, or no
+  oracle span reached the threshold); spans in the text but none wholly inside a segment (cut by
+  window edges, or no token covers them); else at least one span labelled in a segment
+  (``placed``: the labels the segmenter placed)."""
+  if not question.answers:
+    return "no_answer"
+  if question.answer_type in (records.ANSWER_TYPE_YES, records.ANSWER_TYPE_NO):
+    return "yes_no"
+  if not len(char_spans):
+    return "not_in_text"
+  return "in_segment" if placed else "lost_in_segmentation"
 
 
 class Segmented(NamedTuple):
@@ -155,6 +173,9 @@ class TokenizeAndSegmentFn(beam.DoFn):
       yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("segment", doc.source_id, e))
       return
     self._stats.update(stats, prefix="segment/")
+    if q is not None:
+      self._stats.count("report/questions/" + answer_coverage(
+          q, spans, stats.get("answer_spans_labels", 0)))
     self._ok.inc()
     self._segments.inc(stats["segments"])
     self._observe("tokens_per_document", len(ctx))

@@ -1,20 +1,29 @@
 """Job statistics that end up in the manifest: summed counters and value distributions.
 
 Every stage emits small dicts on its ``stats`` output.  A value is either an ``int`` (a counter,
-summed over the job) or a :class:`Distribution` (merged: count, sum, min, max and a power-of-two
-histogram).  :class:`SumStats` combines them into one dict.  The same numbers also go to Beam
+summed over the job), a :class:`Distribution` (merged: count, sum, min, max and a power-of-two
+histogram) or a :class:`ValueCounts` (how often each small integer value occurred; exact
+quantiles).  :class:`SumStats` combines them into one dict.  The same numbers also go to Beam
 ``Metrics`` (counters and distributions) so the Dataflow UI shows them while the job runs.
+
+Keys under ``report/`` (:data:`REPORT_PREFIX`) are for the job's stats report only
+(``stats.json`` / ``stats.png``, :mod:`pipelines.beam.report`): the manifest leaves them out
+(:func:`split_stats`), so adding one never changes ``manifest.json``; :func:`report_stats`
+picks them.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
-from typing import Any, Dict, Iterable, Mapping, Tuple
+import math
+from typing import Any, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.transforms.window import GlobalWindows
 
 STATS = "stats"  # tag of the tagged output every stage uses for its counters
+REPORT_PREFIX = "report/"  # keys of stats for the report only (not in the manifest)
 
 
 @dataclasses.dataclass
@@ -75,15 +84,71 @@ class Distribution:
             "histogram": hist}
 
 
+@dataclasses.dataclass
+class ValueCounts:
+  """How often each non-negative integer value occurred (``{value: count}``): for values of a
+  small range (a score x 100, segments per pack), whose exact quantiles and histograms of any
+  bins the report shows."""
+  counts: Dict[int, int] = dataclasses.field(default_factory=dict)
+
+  @classmethod
+  def of(cls, values: Iterable[int]) -> "ValueCounts":
+    c = cls()
+    for v in values:
+      c.add(int(v))
+    return c
+
+  def add(self, v: int, n: int = 1) -> None:
+    if v < 0:
+      raise ValueError(f"ValueCounts values must be >= 0, got {v}")
+    self.counts[int(v)] = self.counts.get(int(v), 0) + int(n)
+
+  def merge(self, other: "ValueCounts") -> "ValueCounts":
+    out = ValueCounts(dict(self.counts))
+    for v, n in other.counts.items():
+      out.add(v, n)
+    return out
+
+  @property
+  def count(self) -> int:
+    return sum(self.counts.values())
+
+  def quantile(self, q: float) -> int:
+    """The nearest-rank quantile: the smallest value with at least ``ceil(q * count)`` (and at
+    least one) values at or below it; ``quantile(0)`` is the minimum, ``quantile(1)`` the
+    maximum.  ValueError when empty."""
+    if not self.counts:
+      raise ValueError("quantile of no values")
+    rank, seen = max(1, math.ceil(q * self.count)), 0
+    for v in sorted(self.counts):
+      seen += self.counts[v]
+      if seen >= rank:
+        return v
+    return max(self.counts)
+
+  def histogram(self, edges: Sequence[float]) -> List[int]:
+    """Counts per bin ``[edges[i], edges[i + 1])``, the last bin closed; values outside the
+    edges are not counted."""
+    out = [0] * (len(edges) - 1)
+    for v, n in self.counts.items():
+      if edges[0] <= v <= edges[-1]:
+        i = min(bisect.bisect_right(edges, v) - 1, len(out) - 1)
+        out[i] += n
+    return out
+
+  def describe(self) -> Dict[str, Any]:
+    return {"count": self.count, "values": {str(v): self.counts[v] for v in sorted(self.counts)}}
+
+
 class SumStats(beam.CombineFn):
-  """Combines stats dicts: ints are summed, Distributions merged."""
+  """Combines stats dicts: ints are summed, Distributions and ValueCounts merged."""
 
   def create_accumulator(self) -> Dict[str, Any]:
     return {}
 
   def add_input(self, acc: Dict[str, Any], d: Mapping[str, Any]) -> Dict[str, Any]:
     for k, v in d.items():
-      if isinstance(v, Distribution):
+      if isinstance(v, (Distribution, ValueCounts)):
         acc[k] = acc[k].merge(v) if k in acc else v
       else:
         acc[k] = acc.get(k, 0) + int(v)
@@ -100,11 +165,18 @@ class SumStats(beam.CombineFn):
 
 
 def split_stats(stats: Mapping[str, Any]) -> Tuple[Dict[str, int], Dict[str, Distribution]]:
-  """(counters, distributions) of a combined stats dict."""
-  counters = {k: v for k, v in stats.items() if not isinstance(v, Distribution)}
-  dists = {k: v for k, v in stats.items() if isinstance(v, Distribution)}
+  """(counters, distributions) of a combined stats dict, for the manifest: the report-only
+  ``report/`` keys are left out."""
+  kept = {k: v for k, v in stats.items() if not k.startswith(REPORT_PREFIX)}
+  counters = {k: v for k, v in kept.items() if not isinstance(v, Distribution)}
+  dists = {k: v for k, v in kept.items() if isinstance(v, Distribution)}
   return counters, dists
 
+
+def report_stats(stats: Mapping[str, Any]) -> Dict[str, Any]:
+  """The report-only entries of a combined stats dict (keys without the ``report/`` prefix)."""
+  return {k[len(REPORT_PREFIX):]: v for k, v in sorted(stats.items())
+          if k.startswith(REPORT_PREFIX)}
 
 
 class BundleStats:
@@ -125,6 +197,7 @@ class BundleStats:
   def __init__(self):
     self.counters: Dict[str, int] = {}
     self.distributions: Dict[str, Distribution] = {}
+    self.values: Dict[str, ValueCounts] = {}
 
   def count(self, key: str, n: int = 1) -> None:
     self.counters[key] = self.counters.get(key, 0) + int(n)
@@ -139,10 +212,18 @@ class BundleStats:
       d = self.distributions[key] = Distribution()
     d.add(int(value))
 
+  def tally(self, key: str, value: int) -> None:
+    """Counts one occurrence of ``value`` in the :class:`ValueCounts` of ``key``."""
+    c = self.values.get(key)
+    if c is None:
+      c = self.values[key] = ValueCounts()
+    c.add(int(value))
+
   def emit(self):
     """Yields the accumulated stats (as a tagged, globally windowed value) and resets."""
     out: Dict[str, Any] = dict(self.counters)
     out.update(self.distributions)
-    self.counters, self.distributions = {}, {}
+    out.update(self.values)
+    self.counters, self.distributions, self.values = {}, {}, {}
     if out:
       yield beam.pvalue.TaggedOutput(STATS, GlobalWindows.windowed_value(out))

@@ -26,6 +26,8 @@ REPO = str(REPO_ROOT)
     ("narrativeqa_memory", ["--words", "5000", "--questions", "3"]),
     ("model_step", ["--small"]),
     ("scale_out", ["--sizes_mb", "0.2,0.4", "--runs", "1"]),
+    ("job_cost", ["--reps", "1", "--scale", "0.02", "--only", "hotpotqa,triviaqa",
+                  "--nomultiprocess"]),
     ("memory_ladder", ["--rungs", "R3", "--models", "E,E(SS)", "--seeds", "1", "--steps", "4",
                        "--dev_packs", "1", "--parallel", "1", "--log_every", "2"]),
     ("input_pipeline", ["--pages", "30", "--seq_length", "128", "--segments_per_pack", "8",

@@ -1,5 +1,5 @@
-"""Offline checks of the Dataflow deployment (deploy/dataflow/, README "Running the pipelines on
-Dataflow"); nothing here talks to Google Cloud or builds an image.
+"""Offline checks of the Dataflow deployment (deploy/dataflow/, docs/dataflow.md "Running the
+pipelines on Dataflow"); nothing here talks to Google Cloud or builds an image.
 
 * Each Flex Template (``deploy/dataflow/templates/<job>.json``) has exactly the flags its
   pipeline defines (read from the job's ``--help`` and its real parser), typed, required and
@@ -11,7 +11,8 @@ Dataflow"); nothing here talks to Google Cloud or builds an image.
   container, machine type, autoscaling and resource hints.
 * The Dockerfile is Beam's Python 3.11 SDK image at the pinned Beam version and installs the
   ``pipeline`` extra at the requirements.txt pins, without TensorFlow; the Cloud Build config,
-  launcher scripts, worker requirements file and README commands agree with the templates.
+  launcher scripts, worker requirements file and the commands of docs/dataflow.md agree with the
+  templates.
 
 Negative cases show that each check fails on what it is meant to catch.
 """
@@ -39,7 +40,8 @@ from tests import REPO_ROOT
 REPO = str(REPO_ROOT)
 DEPLOY = os.path.join(REPO, "deploy", "dataflow")
 JOBS = ("hotpotqa", "wikipedia", "books", "triviaqa", "narrativeqa")
-SECTION = "### Running the pipelines on Dataflow"
+DOC = os.path.join("docs", "dataflow.md")  # the page the deployment is documented in
+SECTION = "# Running the pipelines on Dataflow"
 IMAGE = "us-central1-docker.pkg.dev/fake-project/readtwice/dataflow"
 DATAFLOW = ["--runner=DataflowRunner", "--project=fake-project", "--region=us-central1",
             "--temp_location=gs://fake-bucket/tmp", "--staging_location=gs://fake-bucket/staging",
@@ -439,7 +441,7 @@ def test_launcher_runs_a_local_job_to_completion(tmp_path, capsys, monkeypatch):
 
 
 def test_dataflow_passes_only_options_beam_defines():
-  """The options Dataflow's launcher and the README give a job must be Beam options, or the
+  """The options Dataflow's launcher and docs/dataflow.md give a job must be Beam options, or the
   job's strict command line refuses them."""
   from pipelines import flags  # pylint: disable=g-import-not-at-top
   options = ["--runner=DataflowRunner", "--project=p", "--region=r", "--job_name=j",
@@ -569,20 +571,23 @@ def test_worker_requirements_are_the_pipeline_extra_at_the_pins():
   assert not os.path.exists(os.path.join(REPO, "deploy", "dataflow-requirements.txt"))
 
 
-# --- README -------------------------------------------------------------------------------------
+# --- docs/dataflow.md ---------------------------------------------------------------------------
 
 def readme_section() -> str:
-  lines, out, inside, fence = read(os.path.join(REPO, "README.md")).splitlines(), [], False, False
+  """SECTION of DOC, up to the next heading of its level or above (its subsections included)."""
+  level = len(SECTION) - len(SECTION.lstrip("#"))
+  lines, out, inside, fence = read(os.path.join(REPO, DOC)).splitlines(), [], False, False
   for line in lines:
     if line.startswith("```"):
       fence = not fence
-    if not fence and re.match(r"#{1,3} ", line):
+    heading = None if fence else re.match(r"(#{1,6}) ", line)
+    if heading and len(heading.group(1)) <= level:
       if inside:
         break
       inside = line.strip() == SECTION
     if inside:
       out.append(line)
-  assert out, f"README.md has no section {SECTION!r}"
+  assert out, f"{DOC} has no section {SECTION!r}"
   return "\n".join(out)
 
 
@@ -698,6 +703,7 @@ def test_readme_direct_dataflow_command_parses():
 
 
 def test_readme_names_the_moved_requirements_file():
-  readme = read(os.path.join(REPO, "README.md"))
-  assert "deploy/dataflow-requirements.txt" not in readme
-  assert "deploy/dataflow/requirements.txt" in readme
+  docs = "".join(read(p) for p in [os.path.join(REPO, "README.md")] +
+                 glob.glob(os.path.join(REPO, "docs", "*.md")))
+  assert "deploy/dataflow-requirements.txt" not in docs
+  assert "deploy/dataflow/requirements.txt" in read(os.path.join(REPO, DOC))

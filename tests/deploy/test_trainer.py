@@ -1,5 +1,5 @@
-"""Offline checks of the trainer deployment (deploy/trainer/, README "Training on Cloud TPU and
-Vertex AI"): every Vertex AI spec is a CustomJob the drivers accept, the fine-tuning sweep is
+"""Offline checks of the trainer deployment (deploy/trainer/, docs/tpu.md "Training on Cloud TPU
+and Vertex AI"): every Vertex AI spec is a CustomJob the drivers accept, the fine-tuning sweep is
 the paper's, every placeholder is documented, and the scripts are valid bash.
 
 A spec's ``args`` must parse with its driver's own ``build_parser()`` (and pass
@@ -30,7 +30,8 @@ DEPLOY = os.path.join(REPO, "deploy", "trainer")
 SPEC_DIR = os.path.join(DEPLOY, "vertex")
 SPECS = sorted(glob.glob(os.path.join(SPEC_DIR, "*.yaml")))
 SCRIPTS = ("install.sh", "submit_vertex.sh", "tpu_vm.sh")
-SECTION = "## Training on Cloud TPU and Vertex AI"
+DOC = os.path.join("docs", "tpu.md")  # the page the deployment is documented in
+SECTION = "# Training on Cloud TPU and Vertex AI"
 
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # Dummy values for every placeholder the specs and scripts use.
@@ -144,10 +145,11 @@ def driver(module: str) -> Tuple[argparse.ArgumentParser, Optional[object]]:
 
 
 def readme_section() -> str:
-  text = read(os.path.join(REPO, "README.md"))
-  assert SECTION in text, f"README.md lacks the section {SECTION!r}"
+  """SECTION of DOC, up to the next heading of its level (its subsections included)."""
+  text = read(os.path.join(REPO, DOC))
+  assert f"\n{SECTION}\n" in f"\n{text}", f"{DOC} lacks the section {SECTION!r}"
   rest = text[text.index(SECTION) + len(SECTION):]
-  end = re.search(r"^## ", rest, flags=re.M)
+  end = re.search(r"^# ", rest, flags=re.M)
   return rest[:end.start()] if end else rest
 
 
@@ -270,7 +272,7 @@ def test_every_placeholder_is_documented_in_the_readme_section():
     used |= set(PLACEHOLDER.findall(read(path)))
   assert used <= set(DUMMY), sorted(used - set(DUMMY))
   missing = sorted(name for name in used if "${" + name + "}" not in section)
-  assert not missing, f"README section lacks {missing}"
+  assert not missing, f"{DOC} lacks {missing}"
   for script in SCRIPTS + ("Dockerfile",):
     assert f"deploy/trainer/{script}" in section or script in section, script
 

@@ -35,7 +35,8 @@ def captured(monkeypatch):
   """Runs `train.main` without records or TF work; returns the TrainConfig it would train with."""
   calls = []
 
-  def fake_train(records_dir, model_dir, mc, tc):
+  def fake_train(records_dir, model_dir, mc, tc, allow_schedule_change=False):
+    assert allow_schedule_change is False  # (no flag given)
     calls.append(tc)
     return {"losses": [], "steps": tc.steps}
 

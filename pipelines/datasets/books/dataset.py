@@ -34,7 +34,7 @@ EXAMPLE = r"""  python -m pipelines.books --input 'pg19/train/*.txt' --output_di
     --direct_num_workers 2 --direct_running_mode multi_processing
   (on Dataflow add --runner DataflowRunner --project P --region R --temp_location gs://B/tmp
    --setup_file ./setup.py, and use gs:// paths)"""
-OUTPUTS = (report_lib.STATS_JSON, report_lib.STATS_PNG)
+OUTPUTS = report_lib.OUTPUTS
 
 
 def parse_file(raw: bytes, source_id: str):

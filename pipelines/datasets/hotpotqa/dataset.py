@@ -3,7 +3,8 @@ r"""HotpotQA (distractor or fullwiki; train/dev/test JSON) -> packed ReadTwice T
 One document per question (its context paragraphs); answers are labelled at every occurrence in
 the context; yes/no answers set the answer type; supporting paragraphs set the per-segment
 ``supporting`` flag.  Writes ``records-*.tfrecord``, ``documents/``, ``dead_letter/``,
-``skipped/``, ``manifest.json`` and ``COMPLETED`` under --output_dir.  Parquet files of the
+``skipped/``, ``manifest.json``, the stats report (``stats.json``, ``stats.png``:
+:mod:`pipelines.beam.report`) and ``COMPLETED`` under --output_dir.  Parquet files of the
 Hugging Face Hub (``hotpotqa/hotpot_qa``, ``distractor`` or ``fullwiki``) are read as the same
 records (:mod:`pipelines.datasets.hotpotqa.hub`).
 """
@@ -16,6 +17,7 @@ import apache_beam as beam
 
 from pipelines import flags
 from pipelines.beam import read, read_parquet
+from pipelines.beam import report as report_lib
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -48,10 +50,11 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   stats = (raw[read.STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
   return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
           "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
-              output_dir, config, header, reshuffle=reshuffle,
+              output_dir, config, header, reshuffle=reshuffle, report=report_lib.write_report,
               annotator=AnnotateDocuments(options) if options.enabled else None)
 
 
 spec = DatasetSpec(
     name="hotpotqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
-    add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args)
+    add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args,
+    outputs=report_lib.OUTPUTS)

@@ -7,7 +7,8 @@ spans.  A line that is not JSON, or breaks the format, is a dead letter with its
 repeated id is skipped (``--nodeduplicate``: refused).  ``context_file`` is read where the line
 is parsed (on the worker that reads the JSONL file, a few files cached).  The manifest names the
 model task, ``extractive_qa``.  Writes ``records-*.tfrecord``, ``documents/``, ``dead_letter/``,
-``skipped/``, ``manifest.json`` and ``COMPLETED`` under --output_dir.
+``skipped/``, ``manifest.json``, the stats report (``stats.json``, ``stats.png``:
+:mod:`pipelines.beam.report`) and ``COMPLETED`` under --output_dir.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import flags
 from pipelines.beam import read
+from pipelines.beam import report as report_lib
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.answers import GivenAnswerSpans
 from pipelines.beam.config import RecordsConfig
@@ -68,10 +70,10 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
           "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
               output_dir, config, header, reshuffle=reshuffle, labeller=GivenAnswerSpans(),
-              annotator=AnnotateDocuments(options) if options.enabled else None)
+              report=report_lib.write_report, annotator=AnnotateDocuments(options) if options.enabled else None)
 
 
 spec = DatasetSpec(
     name="jsonl_qa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
     add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args,
-    task="extractive_qa", deployed=False)
+    task="extractive_qa", deployed=False, outputs=report_lib.OUTPUTS)

@@ -4,7 +4,10 @@ TFRecords, one document per question, answers labelled by an extractive ROUGE-L 
 Each story is read and cleaned once, on a worker, then becomes one Document per question, all
 holding the same text object: the annotation stage, the oracle (its word index) and the
 tokenizer each work once per story (``annotate/texts``, ``answers/stories``,
-``segment/texts_tokenised``), while every question is counted as an input record.
+``segment/texts_tokenised``), while every question is counted as an input record.  Besides the
+records, ``documents/``, ``dead_letter/``, ``skipped/`` and ``manifest.json`` it writes the stats
+report (``stats.json``, ``stats.png``: :mod:`pipelines.beam.report`; with the oracle's ROUGE-L
+scores of the chosen spans).
 
 Parquet files of the Hugging Face Hub (``deepmind/narrativeqa``: one row per question, the story
 inside) are read instead of the CSV layout when every --input is one; their rows are taken as
@@ -22,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import flags
 from pipelines.beam import read_parquet
+from pipelines.beam import report as report_lib
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -182,11 +186,11 @@ def _from_questions(questions, joined_inputs: Dict, output_dir: str,
   return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
           "input_count": questions[INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
               output_dir, config, header, reshuffle=False,  # stories are spread, not copies
-              labeller=LabelWithOracle(options.oracle),
+              labeller=LabelWithOracle(options.oracle), report=report_lib.write_report,
               annotator=(AnnotateDocuments(options.annotation) if options.annotation.enabled
                          else None))
 
 
 spec = DatasetSpec(
     name="narrativeqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
-    add_flags=add_flags, options_from_args=options_from_args)
+    add_flags=add_flags, options_from_args=options_from_args, outputs=report_lib.OUTPUTS)

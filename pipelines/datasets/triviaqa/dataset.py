@@ -8,8 +8,9 @@ Wikipedia question is one document (its entity pages as paragraphs, id ``Questio
 with --per_document one per page; a web question is one document per page (EntityPages and
 SearchResults), id ``QuestionId--Filename``: the keys of the official evaluation.  Every
 occurrence of every answer alias (after the official normalisation) is labelled.  Writes
-``records-*.tfrecord``, ``documents/``, ``dead_letter/``, ``skipped/``, ``manifest.json`` and
-``COMPLETED`` under --output_dir.  Parquet files of the Hugging Face Hub
+``records-*.tfrecord``, ``documents/``, ``dead_letter/``, ``skipped/``, ``manifest.json``, the
+stats report (``stats.json``, ``stats.png``: :mod:`pipelines.beam.report`) and ``COMPLETED``
+under --output_dir.  Parquet files of the Hugging Face Hub
 (``mandarjoshi/trivia_qa``, config ``rc``) hold the evidence texts: with them no --evidence_dir
 is needed (:mod:`pipelines.datasets.triviaqa.hub`).
 """
@@ -26,6 +27,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import flags
 from pipelines.beam import inputs, read, read_parquet
+from pipelines.beam import report as report_lib
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -149,10 +151,10 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   return {"documents": docs.documents, "dead_letters": dead, "stats": stats,
           "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
               output_dir, config, header, reshuffle=False,
-              labeller=LabelAnswers(find_alias_spans),
+              labeller=LabelAnswers(find_alias_spans), report=report_lib.write_report,
               annotator=AnnotateDocuments(annotation) if annotation.enabled else None)
 
 
 spec = DatasetSpec(
     name="triviaqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
-    add_flags=add_flags, options_from_args=options_from_args)
+    add_flags=add_flags, options_from_args=options_from_args, outputs=report_lib.OUTPUTS)

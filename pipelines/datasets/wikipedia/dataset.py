@@ -37,7 +37,7 @@ EXAMPLE = r"""  python -m pipelines.wikipedia \
   (the multistream index enwiki-...-multistream-index.txt.bz2 beside the dump is found and
    used to split the read; on Dataflow add --runner DataflowRunner --project P --region R
    --temp_location gs://B/tmp --setup_file ./setup.py, and use gs:// paths)"""
-OUTPUTS = (f"{entities_schema.ENTITIES_DIR}/*", report_lib.STATS_JSON, report_lib.STATS_PNG)
+OUTPUTS = (f"{entities_schema.ENTITIES_DIR}/*",) + report_lib.OUTPUTS
 
 
 @dataclasses.dataclass(frozen=True)

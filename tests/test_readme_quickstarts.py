@@ -1,0 +1,217 @@
+"""The README's quick starts, run as written: each quick start's ``bash`` block (found by its
+heading) on a data folder laid out as the quick start says, built from the small samples of the
+real files in ``../shared/samples`` under their official names (skipped when the samples are
+absent), each command a separate process in ``tmp_path`` as a user runs them.
+
+The block's first line sets the data folder (``DATA=...``); ``$DATA`` is replaced by the folder
+built here and ``python`` by this interpreter; outputs go under ``runs/`` in ``tmp_path``.  Each
+command's last stdout line is its JSON summary: records written, training steps, one prediction
+per dev question, the task's metrics.  The wall time of every command and of the whole quick
+start is printed (``pytest -s``) and, with ``QUICKSTART_TIMES=FILE``, appended to FILE as JSON
+lines: the README's quick-start times come from this run.  On the samples an epoch is one pack,
+so the 20-step smoke runs evaluate every step and stop early (patience 2).
+"""
+
+import csv
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import REPO_ROOT
+
+SAMPLES = REPO_ROOT.parent / "shared" / "samples"
+README = REPO_ROOT / "README.md"
+
+
+def quickstart(heading: str):
+  """``(variable, value, commands)`` of the first ``bash`` block under ``heading``."""
+  text = README.read_text(encoding="utf-8")
+  assert f"\n{heading}\n" in text, f"README.md has no heading {heading!r}"
+  rest = text[text.index(f"\n{heading}\n") + len(heading) + 2:]
+  block = re.search(r"^```bash\n(.*?)^```", rest, re.S | re.M)
+  following = re.search(r"^#{1,6} ", rest, re.M)
+  assert block and (following is None or block.start() < following.start()), \
+      f"{heading}: no bash block before the next heading"
+  lines = [line.strip() for line in block.group(1).replace("\\\n", " ").splitlines()]
+  lines = [line for line in lines if line and not line.startswith("#")]
+  variable, _, value = lines[0].partition("=")
+  assert re.fullmatch(r"[A-Z_]+", variable), f"{heading}: the block starts with {lines[0]!r}"
+  return variable, value.split("#")[0].strip(), lines[1:]
+
+
+def _link(target: Path, source: Path) -> None:
+  target.parent.mkdir(parents=True, exist_ok=True)
+  target.symlink_to(source, target_is_directory=source.is_dir())
+
+
+# --- the data folders, as each quick start's tree shows them --------------------------------
+
+def hotpotqa_data(root: Path) -> Path:
+  # The sample is the first 20 questions of the dev set; it stands in for the train file too.
+  sample = SAMPLES / "hotpotqa" / "hotpot_dev_distractor_v1.head20.json"
+  _link(root / "hotpot_train_v1.1.json", sample)
+  _link(root / "hotpot_dev_distractor_v1.json", sample)
+  return root
+
+
+def triviaqa_data(root: Path) -> Path:
+  _link(root / "qa", SAMPLES / "triviaqa" / "qa")
+  _link(root / "evidence", SAMPLES / "triviaqa" / "evidence")
+  return root
+
+
+# The samples' own NarrativeQA stories are excerpts without their start markers; the one whole
+# story is The Time Machine (its real documents.csv row and Gutenberg text), which stands in for
+# a train and a valid story here, with questions about it.
+TIME_MACHINE = "72ddeff1fe6bb9841d1c1da4b3031001bf6b1f58"
+TM_QUESTIONS = [
+    ("train", "Who are the Eloi afraid of?", "The Morlocks.", "the Morlocks"),
+    ("train", "What does the Time Traveller find in his pocket?", "Two strange white flowers.",
+     "white flowers"),
+    ("valid", "Who is Weena?", "A little Eloi woman he saves from drowning.", "an Eloi woman"),
+]
+
+
+def narrativeqa_data(root: Path) -> Path:
+  nqa = SAMPLES / "narrativeqa"
+  with open(nqa / "documents_full.csv", encoding="utf-8", newline="") as f:
+    rows = list(csv.reader(f))
+  (root / "tmp").mkdir(parents=True)
+  with open(root / "documents.csv", "w", encoding="utf-8", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(rows[0])
+    story = next(r for r in rows[1:] if r and r[0] == TIME_MACHINE)
+    for split in ("train", "valid"):
+      w.writerow([story[0], split] + story[2:])
+  with open(root / "qaps.csv", "w", encoding="utf-8", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["document_id", "set", "question", "answer1", "answer2", "question_tokenized",
+                "answer1_tokenized", "answer2_tokenized"])
+    for split, q, a1, a2 in TM_QUESTIONS:
+      w.writerow([TIME_MACHINE, split, q, a1, a2, "", "", ""])
+  _link(root / "third_party", nqa / "third_party")
+  _link(root / "tmp" / f"{TIME_MACHINE}.content", nqa / "stories" / f"{TIME_MACHINE}.content")
+  return root
+
+
+def jsonl_qa_data(root: Path) -> Path:
+  del root
+  return REPO_ROOT  # the block's DATA is a folder of the repository
+
+
+def pretraining_data(root: Path) -> Path:
+  # A real enwiki excerpt (5 articles, one bz2 stream) under the multistream dump's name; with
+  # no index beside it the job reads it whole.
+  _link(root / "enwiki" / "enwiki-latest-pages-articles-multistream.xml.bz2",
+        SAMPLES / "wikipedia" / "enwiki-table-markup.xml.bz2")
+  for split in ("train", "validation"):
+    _link(root / "pg19" / split, SAMPLES / "books" / "pg19" / split)
+  return root
+
+
+# --- what each quick start must end with --------------------------------------------------
+
+def hotpotqa_questions(data: Path) -> int:
+  with open(data / "hotpot_dev_distractor_v1.json", encoding="utf-8") as f:
+    return len(json.load(f))
+
+
+def triviaqa_questions(data: Path) -> int:
+  with open(data / "qa" / "wikipedia-dev.json", encoding="utf-8") as f:
+    return len(json.load(f)["Data"])
+
+
+def narrativeqa_questions(data: Path) -> int:
+  with open(data / "qaps.csv", encoding="utf-8", newline="") as f:
+    return sum(row["set"] == "valid" for row in csv.DictReader(f))
+
+
+def jsonl_qa_questions(data: Path) -> int:
+  with open(data / "examples.jsonl", encoding="utf-8") as f:
+    return sum(1 for line in f if line.strip())
+
+
+METRICS = {"hotpotqa": {"em", "f1", "sp_em", "sp_f1", "joint_em", "joint_f1"},
+           "triviaqa": {"exact_match", "f1"},
+           "narrativeqa": {"rouge_l", "bleu_1", "bleu_4", "meteor"},
+           "extractive_qa": {"exact_match", "f1"}}
+
+QUICKSTARTS = {
+    "### HotpotQA": (hotpotqa_data, hotpotqa_questions),
+    "### TriviaQA": (triviaqa_data, triviaqa_questions),
+    "### NarrativeQA": (narrativeqa_data, narrativeqa_questions),
+    "### Your own QA data (JSON lines)": (jsonl_qa_data, jsonl_qa_questions),
+    "### Pre-training corpora: Wikipedia and books": (pretraining_data, None),
+}
+
+
+@pytest.mark.parametrize("heading", list(QUICKSTARTS))
+def test_the_quick_start_is_data_then_the_pipeline_then_the_model(heading):
+  variable, value, cmds = quickstart(heading)
+  assert variable == "DATA" and value
+  modules = [shlex.split(c)[2] for c in cmds]
+  assert all(shlex.split(c)[:2] == ["python", "-m"] for c in cmds), cmds
+  n_pipelines = sum(m.startswith("pipelines") for m in modules)
+  assert n_pipelines >= 1 and all(m.startswith("pipelines") for m in modules[:n_pipelines])
+  rest = modules[n_pipelines:]
+  assert rest in (["model.finetune", "model.predict", "model.evaluate"], ["model.pretrain"]), rest
+  for cmd in cmds:  # every input under the data folder, every output under runs/
+    for a in shlex.split(cmd):
+      assert not a.startswith("/") and not a.startswith("~"), f"{heading}: {a}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SAMPLES.is_dir(), reason="no ../shared/samples")
+@pytest.mark.parametrize("heading", list(QUICKSTARTS))
+def test_the_quick_start_runs_as_written(heading, tmp_path):
+  build, questions = QUICKSTARTS[heading]
+  variable, value, cmds = quickstart(heading)
+  data = build(tmp_path / "data")
+  if data == REPO_ROOT:
+    data = REPO_ROOT / value
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO_ROOT),
+             **{variable: str(data)})
+  work = tmp_path / "work"
+  work.mkdir()
+  results, times, t_all = [], [], time.perf_counter()
+  for cmd in cmds:
+    argv = shlex.split(cmd.replace(f"${variable}", str(data)))
+    assert argv[0] == "python"
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable] + argv[1:], cwd=work, env=env, capture_output=True,
+                          text=True, timeout=1200)
+    times.append((argv[2], time.perf_counter() - t0))
+    assert proc.returncode == 0, f"{cmd}\n{proc.stderr[-3000:]}"
+    results.append((argv[2], json.loads(proc.stdout.strip().splitlines()[-1])))
+  total = time.perf_counter() - t_all
+  print(f"\n{heading}: {total:.1f} s in all; " +
+        ", ".join(f"{m} {t:.1f} s" for m, t in times))
+  if os.environ.get("QUICKSTART_TIMES"):  # a JSON-lines file to collect the times in
+    with open(os.environ["QUICKSTART_TIMES"], "a", encoding="utf-8") as f:
+      f.write(json.dumps({"heading": heading, "total_s": round(total, 1),
+                          "commands": [[m, round(t, 1)] for m, t in times],
+                          "summaries": [s for _, s in results]}) + "\n")
+
+  for module, summary in results:
+    if module.startswith("pipelines"):
+      assert summary["counts"]["written"] > 0, (module, summary)
+      assert summary["examples"]["packs"] > 0
+  by_module = dict(results)
+  if "model.pretrain" in by_module:
+    summary = by_module["model.pretrain"]
+    assert summary["steps"] == 20
+    assert summary["final_eval"] is not None
+    return
+  finetune, predict, metrics = (by_module[m] for m in
+                                ("model.finetune", "model.predict", "model.evaluate"))
+  assert 1 <= finetune["steps"] <= 20 and finetune["final_eval"] is not None
+  assert (work / "runs").is_dir()
+  assert predict["predictions"] == questions(data)
+  assert METRICS[predict["task"]] <= set(metrics), sorted(metrics)
