@@ -3,7 +3,7 @@
 CLI::
 
   python -m model.predict --records_dir D --model_dir M --output predictions.json \
-      [--gold GOLD] [--reduction max|sum]
+      [--gold GOLD] [--reduction max|sum] [--memory_scope sub_document|book]
 
 The task (and, for TriviaQA, whether the official keys are per (question, page):
 ``--per_document``) is the records' own, read from their manifest (its ``task``, else the
@@ -35,6 +35,7 @@ from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import tensorflow as tf
 
+from model import book_memory
 from model import decoding
 from model import input as input_lib
 from model import readtwice
@@ -101,7 +102,8 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
                        task: Optional[str] = None, reduction: str = "max",
                        per_document: Optional[bool] = None, top_k: int = 20,
                        max_answer_tokens: int = 30, sp_threshold: float = 0.5,
-                       max_packs: Optional[int] = None) -> Dict:
+                       max_packs: Optional[int] = None,
+                       memory_scope: str = "sub_document") -> Dict:
   """Predicts the questions of ``records_dir`` with an already built (restored) ``model``.
 
   Returns the prediction object of the task (:meth:`model.tasks.Task.predictions`), ready for
@@ -110,8 +112,13 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
   ``records_dir`` may be any ``tf.io.gfile`` path.  ``max_packs`` (None: all) reads only the
   first packs, in record order (questions cut off by the limit are predicted from the packs
   read).  The traced forward pass is cached per model, so periodic calls during training do not
-  retrace.
+  retrace.  ``memory_scope="book"``: every segment reads the memories of its whole book, across
+  sub-documents and packs (:mod:`model.book_memory`; two passes over the packs of the books
+  that span several packs).
   """
+  if memory_scope not in book_memory.MEMORY_SCOPES:
+    raise ValueError(f"memory_scope must be one of {book_memory.MEMORY_SCOPES}, got "
+                     f"{memory_scope!r}.")
   if max_packs is not None and (isinstance(max_packs, bool) or
                                 not isinstance(max_packs, int) or max_packs < 1):
     raise ValueError(f"max_packs must be None or an int >= 1, got {max_packs!r}.")
@@ -136,13 +143,21 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
                              reduction=reduction,
                              answer_type_mode=model.config.answer_type_mode)
   forward = _forward_fn(model)
-  dataset = input_lib.dataset_from_output_dir(
-      records_dir, shuffle=False, repeat=False,
-      max_mentions=readtwice.max_mentions(model.config))
-  if max_packs is not None:
-    dataset = dataset.take(max_packs)
-  for features in dataset:
-    outputs = forward(readtwice.model_inputs(features))
+
+  def packs():
+    dataset = input_lib.dataset_from_output_dir(
+        records_dir, shuffle=False, repeat=False,
+        max_mentions=readtwice.max_mentions(model.config))
+    if max_packs is not None:
+      dataset = dataset.take(max_packs)
+    return dataset
+
+  scope = None
+  if memory_scope == "book" and model.config.use_memory:
+    scope = _BookScope(model, packs, int(manifest["config"]["max_segments_per_document"]))
+  for features in packs():
+    inputs = scope.inputs(features) if scope else features
+    outputs = forward(readtwice.model_inputs(inputs))
     decoder.add_pack({k: v.numpy() for k, v in features.items()},
                      {k: v.numpy() for k, v in outputs.items()})
   preds = tasks.get(task).predictions(decoder, per_document)
@@ -153,10 +168,43 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
   return preds
 
 
+class _BookScope:
+  """Pass 1 of whole-book prediction: the memories of every book spanning several packs (a
+  :class:`model.book_memory.BookMemoryStore`); :meth:`inputs` gives a pack's pass-2 inputs."""
+
+  def __init__(self, model, packs, max_segments_per_document: int):
+    self.max_segments = max_segments_per_document
+    self.hidden_size = model.config.hidden_size
+
+    def numpy_packs():
+      for features in packs():
+        yield {k: v.numpy() for k, v in features.items()}
+
+    index = book_memory.book_pack_index(
+        {k: features[k] for k in ("segment_mask", "document_index", "document_id",
+                                  "question_id", "sub_document_index", "num_sub_documents")}
+        for features in numpy_packs())
+    self.wanted = book_memory.spans_packs(index)
+    self.store = book_memory.BookMemoryStore(max_segments_per_document)
+    if self.wanted:
+      book_memory.fill_store(model, numpy_packs(), self.store, self.wanted)
+
+  def inputs(self, features):
+    scoped = dict(book_memory.book_scope(features, self.max_segments))
+    books = book_memory.pack_books({k: features[k].numpy() for k in (
+        "segment_mask", "document_index", "document_id", "question_id", "sub_document_index",
+        "num_sub_documents")})
+    if any(k in self.wanted for k in books):
+      scoped.update({k: tf.constant(v) for k, v in
+                     self.store.external(books, self.hidden_size).items()})
+    return scoped
+
+
 def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_k: int = 20,
             max_answer_tokens: int = 30, sp_threshold: float = 0.5,
             checkpoint: Optional[str] = None, *, task: Optional[str] = None,
-            reduction: str = "max", per_document: Optional[bool] = None) -> Dict:
+            reduction: str = "max", per_document: Optional[bool] = None,
+            memory_scope: str = "sub_document") -> Dict:
   """Predicts every question in ``records_dir``; writes JSON to ``output`` if given.
 
   Loads the model from ``model_dir`` (``config.json`` + the latest, or the given, checkpoint)
@@ -169,7 +217,8 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
   trainer_lib.check_compatible(model.config, manifest)
   preds = predict_with_model(model, records_dir, task=task, reduction=reduction,
                              per_document=per_document, top_k=top_k,
-                             max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold)
+                             max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
+                             memory_scope=memory_scope)
   if output:
     with tf.io.gfile.GFile(output, "w") as f:
       f.write(json.dumps(preds, indent=1, sort_keys=True) + "\n")
@@ -201,6 +250,9 @@ def build_parser() -> cli.Parser:
   p.add_argument("--reduction", choices=decoding.REDUCTIONS, default="max",
                  help="aggregation of a question's span candidates across its segments: max "
                       "(best span) or sum (logsumexp per answer text)")
+  p.add_argument("--memory_scope", choices=book_memory.MEMORY_SCOPES, default="sub_document",
+                 help="which memories a segment reads: its sub-document's (the paper) or its "
+                      "whole book's, across sub-documents and packs (two passes)")
   p.add_argument("--top_k", type=int, default=20,
                  help="span candidates kept per segment before aggregation")
   p.add_argument("--max_answer_tokens", type=int, default=30,
@@ -227,7 +279,8 @@ def main(argv=None) -> int:
   def body():
     preds = predict(args.records_dir, args.model_dir, args.output, args.top_k,
                     args.max_answer_tokens, args.sp_threshold, args.checkpoint, task=args.task,
-                    reduction=args.reduction, per_document=args.per_document)
+                    reduction=args.reduction, per_document=args.per_document,
+                    memory_scope=args.memory_scope)
     task = tasks.task_name(input_lib.read_manifest(args.records_dir))
     count = tasks.get(task).count(preds)
     print(json.dumps({"output": args.output, "task": task, "reduction": args.reduction,

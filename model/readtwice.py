@@ -31,6 +31,7 @@ from typing import Dict
 import keras
 import tensorflow as tf
 
+from model import book_memory
 from model.configs import ModelConfig
 from model.layers import ExtractMemories, MemoryAttention, TransformerStack, gather_memories
 from model.layers.heads import AnswerTypeHead, CorefBias, MLMHead, SpanHead
@@ -43,7 +44,10 @@ MODEL_INPUT_KEYS = ("token_ids", "input_mask", "token_kind", "segment_mask", "do
                     "segment_index")
 MENTION_INPUT_KEYS = ("mentions_segment", "mentions_begin", "mentions_end",
                       "mentions_entity_id", "mentions_mask", "mentions_dropped")
-OPTIONAL_INPUT_KEYS = MENTION_INPUT_KEYS[:-1] + ("masked_positions",)
+# External memories: a whole book's memories from other packs (model.book_memory).
+EXTERNAL_INPUT_KEYS = ("external_memories", "external_document", "external_position",
+                       "external_mask", "external_entity_id")
+OPTIONAL_INPUT_KEYS = MENTION_INPUT_KEYS[:-1] + ("masked_positions",) + EXTERNAL_INPUT_KEYS
 
 
 def max_mentions(config: ModelConfig):
@@ -124,8 +128,7 @@ class ReadTwiceModel(keras.Model):
 
   def call(self, inputs, training=False):
     x, local = self.first_pass(inputs, training=training)
-    table = gather_memories(local) if local else {}
-    return self.second_pass(inputs, x, local, table, training=training)
+    return self.second_pass(inputs, x, local, memory_table(local, inputs), training=training)
 
   # The call in two halves around the one collective (the memory all-gather), so that a
   # strategy whose collectives cannot sit inside XLA (MirroredStrategy: they go through
@@ -216,7 +219,7 @@ class ReadTwiceModel(keras.Model):
     if not self.config.use_memory:
       raise ValueError("memory_attention_probe needs a model with memory (use_memory=True)")
     x, local = self.first_pass(inputs, training=False)
-    table = gather_memories(local)
+    table = memory_table(local, inputs)
     _, (_, attention) = self._read_memories(inputs, x, table, False, return_attention=True)
     return dict(attention, entity_id=table["entity_id"], position=table["position"],
                 document=table["document"], mask=table["mask"])
@@ -227,6 +230,18 @@ class ReadTwiceModel(keras.Model):
   @classmethod
   def from_config(cls, config):
     return cls(ModelConfig.from_dict(config["config"]), name=config.get("name"))
+
+
+def memory_table(local, inputs):
+  """The memory table the pack's tokens read: every replica's memories (``local`` all-gathered),
+  then the external ones of the inputs (other packs' memories of the same books, without
+  gradient; :mod:`model.book_memory`) when given; ``{}`` without memory."""
+  if not local:
+    return {}
+  table = gather_memories(local)
+  if "external_memories" in inputs:
+    table = book_memory.with_external(table, inputs)
+  return table
 
 
 def build_model(config: ModelConfig, seq_length: int = 8, segments_per_pack: int = 2
@@ -265,7 +280,6 @@ def compiled_halves(model: ReadTwiceModel, jit_compile: bool = True):
 
   def forward(inputs, training=False):
     x, local = first(inputs, training=training)
-    table = gather_memories(local) if local else {}
-    return second(inputs, x, local, table, training=training)
+    return second(inputs, x, local, memory_table(local, inputs), training=training)
 
   return forward

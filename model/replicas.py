@@ -7,7 +7,8 @@ whose segments land on several replicas is still one document: memories are all-
 normalised over all replicas (:mod:`model.losses`).  The pack-level mention lists
 (``mentions_*``, ``[max_mentions]``, rows as pack row indices) are split by the row of their
 segment and re-indexed to the replica's rows, keeping at most ``max_mentions // R`` per replica
-(``mentions_dropped`` counts the rest, per replica).
+(``mentions_dropped`` counts the rest, per replica).  The external memory table
+(``external_*``, :mod:`model.book_memory`) is not per segment: every replica gets all of it.
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ def split_pack(features: Dict[str, tf.Tensor], num_replicas: int) -> List[Dict[s
                      f"replicas")
   rows = n // num_replicas
   per_segment = {k: v for k, v in features.items()
-                 if v.shape.rank and v.shape[0] == n and not k.startswith("mentions_")}
+                 if v.shape.rank and v.shape[0] == n and not k.startswith("mentions_")
+                 and not k.startswith("external_")}
+  # Another pack's memories of the same books (model.book_memory): every replica reads all.
+  shared = {k: v for k, v in features.items() if k.startswith("external_")}
   out = []
   for r in range(num_replicas):
     lo, hi = r * rows, (r + 1) * rows
     part = {k: v[lo:hi] for k, v in per_segment.items()}
+    part.update(shared)
     if "mentions_mask" in features:
       cap_total = features["mentions_mask"].shape[0]
       cap = cap_total // num_replicas

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from model import configs, evaluate, predict, train
+from model import input as input_lib
 from pipelines import narrativeqa
 from schemas import documents as documents_schema
 from tests.pipelines.datasets.narrativeqa.test_dataset import SAMPLES, make_layout
@@ -39,14 +40,24 @@ def _sub_documents(out):
 
 
 @pytest.mark.slow
-def test_narrativeqa_chain_on_fixtures(tmp_path):
+@pytest.mark.parametrize("scope", ["sub_document", "book"])
+def test_narrativeqa_chain_on_fixtures(tmp_path, scope):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
+  # One segment per pack: a story's sub-documents lie in different packs.
   assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test"]
-                          + FLAGS) == 0
+                          + FLAGS + ["--segments_per_pack", "1"]) == 0
   ex = _sub_documents(out)
   assert ex["sub_documents"] > ex["documents"] == 4  # stories over several sub-documents
-  preds, metrics = _chain(out, tmp_path, "narrativeqa", qaps, "--nometeor", "--split", "test")
+  assert ex["packs"] == ex["sub_documents"]
+  preds, metrics = _chain(out, tmp_path, "narrativeqa", qaps, "--nometeor", "--split", "test",
+                          predict_flags=("--memory_scope", scope))
+  if scope == "book":  # pass 1 kept the memories of the books that span several packs
+    model, _ = train.load_model(str(tmp_path / "model"))
+    book = predict._BookScope(  # pylint: disable=protected-access
+        model, lambda: input_lib.dataset_from_output_dir(out), 1)
+    # book1's two questions: a document of 2 sub-documents each (6 sub-documents of 4).
+    assert len(book.wanted) == 2 and len(book.store) == 4
   # One prediction per written question, keyed "<story id>: <question>" as the official
   # evaluation wants, whatever the number of sub-documents it was read in.
   assert sorted(preds) == ["book1: What did Mr. Ashby keep?", "book1: Who was Clara?",

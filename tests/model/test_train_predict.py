@@ -124,7 +124,9 @@ def test_train_reduces_loss_and_predict(tmp_path, capsys):
                        nqa_path, "--noper_document"]) == 1
   assert "--noper_document contradicts the records" in capsys.readouterr().err
 
-  # Resuming continues from the checkpoint instead of starting over.
+  # Resuming continues from the checkpoint instead of starting over (2 more steps: a changed
+  # schedule, which must be asked for).
   tc2 = configs.TrainConfig(learning_rate=3e-3, steps=27, seed=0)
-  summary2 = train.train(records_dir, model_dir, mc, tc2, log_fn=lambda d: None)
+  summary2 = train.train(records_dir, model_dir, mc, tc2, log_fn=lambda d: None,
+                         allow_schedule_change=True)
   assert summary2["steps"] == 27 and len(summary2["losses"]) == 2
