@@ -223,3 +223,82 @@ def fill_store(model, packs: Iterable[Mapping[str, np.ndarray]], store: BookMemo
     store.put(books, {k: v.numpy() for k, v in local.items()}, keep)
     read += 1
   return read
+
+
+BOOK_FEATURES = ("segment_mask", "document_index", "document_id", "question_id",
+                  "sub_document_index", "num_sub_documents")
+
+
+class TrainingBookMemory:
+  """Whole-book memory in training: the store of the training packs' books that span several
+  packs, refilled from the current weights every ``refresh`` steps (:meth:`maybe_refresh`, on
+  the host between training loops), and :meth:`add_external` for the traced step (book scope
+  plus the pack's external table of a fixed ``capacity``, looked up on the host with
+  ``tf.numpy_function``: CPU/GPU strategies, not TPUs).
+
+  Args:
+    packs_fn: ``() -> iterable`` of the training packs (NumPy feature dicts, one pass, in any
+      order).
+    max_segments_per_document: the records'.
+    hidden_size: the model's.
+    refresh: steps between refills (>= 1).
+  """
+
+  def __init__(self, packs_fn, max_segments_per_document: int, hidden_size: int,
+               refresh: int):
+    if refresh < 1:
+      raise ValueError(f"the book memory refresh interval must be >= 1, got {refresh}")
+    self.packs_fn = packs_fn
+    self.max_segments = int(max_segments_per_document)
+    self.hidden_size = int(hidden_size)
+    self.refresh = int(refresh)
+    self.store = BookMemoryStore(self.max_segments)
+    self.filled_at: Optional[int] = None
+    self.refills = 0
+    index = book_pack_index({k: f[k] for k in BOOK_FEATURES} for f in packs_fn())
+    self.wanted = spans_packs(index)
+    self.capacity = 64
+
+  def maybe_refresh(self, model, step: int) -> bool:
+    """Refills the store when ``refresh`` steps have passed since the last fill (or never
+    filled); returns whether it did."""
+    if not self.wanted or (self.filled_at is not None and step - self.filled_at < self.refresh):
+      return False
+    self.store.clear()
+    fill_store(model, self.packs_fn(), self.store, self.wanted)
+    if self.filled_at is None:  # the largest external table of any pack, fixed from now on
+      need = 0
+      for f in self.packs_fn():
+        books = pack_books({k: f[k] for k in BOOK_FEATURES})
+        if set(books) & self.wanted:
+          ext = self.store.external(books, self.hidden_size)
+          need = max(need, int(ext["external_mask"].sum()))
+      self.capacity = max(64, -(-need // 64) * 64)
+    self.filled_at = step
+    self.refills += 1
+    return True
+
+  def next_refresh(self, step: int) -> Optional[int]:
+    """The step at which the store must be refilled next (None: nothing to refill)."""
+    if not self.wanted or self.filled_at is None:
+      return None
+    return self.filled_at + self.refresh
+
+  def _lookup(self, *values):
+    books = pack_books(dict(zip(BOOK_FEATURES, values)))
+    ext = self.store.external(books, self.hidden_size, self.capacity)
+    return tuple(ext[k] for k in EXTERNAL_KEYS)
+
+  def add_external(self, pack: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """In a traced step: the pack with book scope and its external memory table."""
+    out = book_scope(pack, self.max_segments)
+    values = tf.numpy_function(self._lookup, [pack[k] for k in BOOK_FEATURES],
+                               [tf.float32, tf.int32, tf.int32, tf.int32, tf.int32],
+                               stateful=True)
+    for key, value in zip(EXTERNAL_KEYS, values):
+      value.set_shape([self.capacity, self.hidden_size] if key == "external_memories"
+                      else [self.capacity])
+      out[key] = value
+    for key in ("document_id", "question_id", "sub_document_index", "num_sub_documents"):
+      out.pop(key, None)  # (strings cannot enter an XLA-compiled step)
+    return out

@@ -28,6 +28,7 @@ import sys
 
 import tensorflow as tf
 
+from model import book_memory
 from model import driver
 from model import evaluate as evaluate_lib
 from model import predict as predict_lib
@@ -42,14 +43,14 @@ PAPER_LEARNING_RATES = (5e-6, 1e-5, 3e-5)
 
 
 def dev_evaluation(task: str, dev_dir: str, dev_gold: str, reduction: str = "max",
-                   max_packs=None):
+                   max_packs=None, memory_scope: str = "sub_document"):
   """``fn(model) -> metrics``: predicts ``dev_dir`` and scores it against ``dev_gold`` (with the
   task's ``dev_options``: NarrativeQA leaves out METEOR, which needs Java)."""
   options = dict(tasks.get(task).dev_options)
 
   def evaluate(model):
     predictions = predict_lib.predict_with_model(model, dev_dir, task=task, reduction=reduction,
-                                                 max_packs=max_packs)
+                                                 max_packs=max_packs, memory_scope=memory_scope)
     metrics = evaluate_lib.score(task, predictions, dev_gold, **options,
                                  **predict_lib.score_options(task, predictions))
     return {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
@@ -73,6 +74,15 @@ def build_parser() -> cli.Parser:
                          learning_rate=PAPER_LEARNING_RATES[-1])
   driver.add_coref_flag(p, objectives.FINETUNE_COREF_WEIGHT,
                         "the paper uses it in pre-training only")
+  p.add_argument("--memory_scope", choices=book_memory.MEMORY_SCOPES, default="sub_document",
+                 help="which memories a segment reads, in training and dev evaluation: its "
+                      "sub-document's (the paper) or its whole book's across sub-documents and "
+                      "packs (other packs' memories from a store refilled from the current "
+                      "weights every --book_memory_refresh steps, without gradient; CPU/GPU)")
+  p.add_argument("--book_memory_refresh", type=int, default=100,
+                 help="--memory_scope book: steps between refills of the book memory store "
+                      "(each refill reads BERT_1 over the packs of the books that span several "
+                      "packs)")
   g = p.add_argument_group("dev evaluation and early stopping")
   g.add_argument("--dev_records_dir", default=None,
                  help="the dev split's pipeline output dir")
@@ -104,6 +114,8 @@ def main(argv=None) -> int:
     p.error(f"--epochs must be > 0, got {args.epochs}")
   if args.patience < 0:
     p.error(f"--patience must be >= 0, got {args.patience}")
+  if args.book_memory_refresh < 1:
+    p.error(f"--book_memory_refresh must be >= 1, got {args.book_memory_refresh}")
   try:
     manifests = training_data.read_manifests([args.records_dir])
     epoch = training_data.packs_per_epoch(manifests)
@@ -121,7 +133,7 @@ def main(argv=None) -> int:
     if args.dev_records_dir:
       evaluation = trainer_lib.EvalSpec(
           dev_evaluation(args.task, args.dev_records_dir, args.gold, args.reduction,
-                         args.eval_packs),
+                         args.eval_packs, args.memory_scope),
           every=args.eval_every or max(1, epoch), best_metric=args.best_metric or
           tasks.get(args.task).best_metric, patience=args.patience or None)
     strategy = strategies.make_strategy(args.strategy, args.tpu)
@@ -130,7 +142,9 @@ def main(argv=None) -> int:
                                   args.model_dir, mc, tc, strategy=strategy,
                                   init_fn=driver.init_fn(args), evaluation=evaluation,
                                   log_batches=args.log_batches,
-                                  allow_schedule_change=args.allow_schedule_change).run()
+                                  allow_schedule_change=args.allow_schedule_change,
+                                  memory_scope=args.memory_scope,
+                                  book_memory_refresh=args.book_memory_refresh).run()
   except (training_data.TrainingError, evaluate_lib.EvaluationError, predict_lib.PredictError,
           tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(e, [args.records_dir] + (

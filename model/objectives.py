@@ -89,8 +89,13 @@ class Task:
           tf.cast(features["mentions_dropped"], tf.float32))
     return stats
 
+  # Extra pack features the step needs besides the model's and the losses' (e.g. the book keys
+  # of whole-book memory, set by the trainer).
+  keep_keys: Tuple[str, ...] = ()
+
   def prepare(self, ds: tf.data.Dataset, seed: int) -> tf.data.Dataset:
-    keys = self.input_keys()
+    keys = tuple(self.input_keys()) + tuple(k for k in self.keep_keys
+                                            if k not in self.input_keys())
     return ds.map(lambda f: {k: f[k] for k in keys})
 
   def step_metrics(self, outputs, features) -> Tuple[Dict[str, tf.Tensor], Dict[str, tf.Tensor]]:

@@ -56,6 +56,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Union
 import keras
 import tensorflow as tf
 
+from model import book_memory
 from model import configs as configs_lib
 from model import losses as losses_lib
 from model import optimization
@@ -111,6 +112,10 @@ class Trainer:
     log_batches: add the fingerprints of each logged loop's packs to the log dicts.
     allow_schedule_change: on resume, train on with a changed schedule (a warning) instead of
       raising :class:`TrainingError` (see the module docstring).
+    memory_scope: ``"sub_document"`` (the paper) or ``"book"``: every segment reads the
+      memories of its whole book, the other packs' ones from a store refilled from the current
+      weights every ``book_memory_refresh`` steps, without gradient
+      (:class:`model.book_memory.TrainingBookMemory`; not on TPUs).
   """
 
   def __init__(self, task: Task, records_dirs: Union[Sequence[str], GeneratedPacks],
@@ -120,7 +125,8 @@ class Trainer:
                init_fn: Optional[Callable[[keras.Model], object]] = None,
                evaluation: Optional[EvalSpec] = None,
                log_fn: Optional[Callable[[Dict], None]] = None,
-               log_batches: bool = False, allow_schedule_change: bool = True):
+               log_batches: bool = False, allow_schedule_change: bool = True,
+               memory_scope: str = "sub_document", book_memory_refresh: int = 100):
     self.task = task
     self.generated = records_dirs if isinstance(records_dirs, GeneratedPacks) else None
     self.records_dirs = [] if self.generated else list(records_dirs)
@@ -133,6 +139,12 @@ class Trainer:
     self.log_fn = log_fn
     self.log_batches = log_batches
     self.allow_schedule_change = allow_schedule_change
+    if memory_scope not in book_memory.MEMORY_SCOPES:
+      raise ValueError(f"memory_scope must be one of {book_memory.MEMORY_SCOPES}, got "
+                       f"{memory_scope!r}")
+    self.memory_scope = memory_scope
+    self.book_memory_refresh = book_memory_refresh
+    self.book_memory = None
     self.manifests = ([self.generated.manifest()] if self.generated
                       else read_manifests(self.records_dirs))
     cfg = self.manifests[0]["config"]
@@ -191,6 +203,8 @@ class Trainer:
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
       self.best = tf.Variable(-math.inf, dtype=tf.float64, trainable=False, name="best_metric")
       self.stale = tf.Variable(0, dtype=tf.int64, trainable=False, name="stale_evaluations")
+    if self.memory_scope == "book" and self.mc.use_memory and not self.generated:
+      self.task.keep_keys = book_memory.BOOK_FEATURES
     if self.generated:
       ds = self.generated.dataset(shuffle=self.tc.shuffle, seed=self.tc.seed)
     else:
@@ -211,6 +225,21 @@ class Trainer:
             f"{self.tc.steps})", file=sys.stderr, flush=True)
     elif self.init_fn is not None:
       self.init_fn(self.model)
+    if self.memory_scope == "book" and self.mc.use_memory and not self.generated:
+      if isinstance(self.strategy, tf.distribute.TPUStrategy):
+        raise TrainingError("--memory_scope book trains on CPUs and GPUs, not TPUs (its "
+                            "memory store is looked up on the host)")
+      mentions = self.task.max_mentions
+
+      def packs():
+        ds = records_dataset(self.records_dirs, self.manifests, shuffle=False, repeat=False,
+                             seed=0, max_mentions=mentions)
+        for f in ds:
+          yield {k: v.numpy() for k, v in f.items()}
+
+      self.book_memory = book_memory.TrainingBookMemory(
+          packs, int(self.manifests[0]["config"]["max_segments_per_document"]),
+          self.mc.hidden_size, self.book_memory_refresh)
 
   def _forward(self):
     if self.tc.jit_compile and self.strategy.num_replicas_in_sync > 1 and not isinstance(
@@ -247,6 +276,8 @@ class Trainer:
       for i in tf.range(n):
         pack = next(iterator)
         prints = prints.write(i, _fingerprint(pack))
+        if self.book_memory is not None:
+          pack = self.book_memory.add_external(pack)
         losses, stats = strategy.run(replica_step,
                                      args=(strategies.distribute_pack(strategy, pack),))
         losses = {k: strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None)
@@ -282,6 +313,8 @@ class Trainer:
   def _next_stop(self, step: int) -> int:
     """The next step at which the loop must return to the host."""
     marks = [self.tc.steps, step + self.tc.steps_per_loop]
+    if self.book_memory is not None and self.book_memory.next_refresh(step) is not None:
+      marks.append(self.book_memory.next_refresh(step))
     for every in (self.tc.checkpoint_every, self.tc.log_every,
                   self.evaluation.every if self.evaluation else None):
       if every:
@@ -340,6 +373,11 @@ class Trainer:
     warned_dropped = False
     while int(self.step.numpy()) < tc.steps:
       step = int(self.step.numpy())
+      if self.book_memory is not None and self.book_memory.maybe_refresh(self.model, step):
+        bm = self.book_memory
+        print(f"book memory: {len(bm.store)} sub-documents of {len(bm.wanted)} books spanning "
+              f"several packs, {bm.store.nbytes / 2**20:.1f} MB, refilled at step {step} "
+              f"(every {bm.refresh} steps)", file=sys.stderr, flush=True)
       n = self._next_stop(step) - step
       lr = self._learning_rate()
       t0 = time.perf_counter()

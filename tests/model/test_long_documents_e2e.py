@@ -163,3 +163,37 @@ def test_triviaqa_chain_on_samples(tmp_path, name):
                                          os.path.join(base, "evidence"), per_document=web)
   assert set(preds) == set(official.key_to_answer(gold, per_document=web))
   assert metrics["n_missing"] == 0
+
+
+@pytest.mark.slow
+def test_finetune_with_whole_book_memory(tmp_path, capsys):
+  """model.finetune --memory_scope book: the store of the books that span several packs is
+  filled at the start and refilled every --book_memory_refresh steps; training and the dev
+  evaluation (predict with book scope) run; one prediction per question."""
+  from model import finetune  # pylint: disable=g-import-not-at-top
+  qaps = make_layout(str(tmp_path / "nqa"))
+  out = str(tmp_path / "out")
+  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test"]
+                          + FLAGS + ["--segments_per_pack", "1"]) == 0
+  capsys.readouterr()
+  model_dir = str(tmp_path / "model")
+  assert finetune.main(["--task", "narrativeqa", "--records_dir", out, "--dev_records_dir", out,
+                        "--gold", qaps, "--model_dir", model_dir, "--preset", "tiny",
+                        "--steps", "5", "--eval_every", "5", "--memory_scope", "book",
+                        "--book_memory_refresh", "2", "--log_every", "1"]) == 0
+  captured = capsys.readouterr()
+  refills = [x for x in captured.err.splitlines() if x.startswith("book memory:")]
+  # Filled at steps 0, 2 and 4: 4 sub-documents of the 2 books that span several packs.
+  assert [x.split("refilled at step ")[1].split()[0] for x in refills] == ["0", "2", "4"]
+  assert all("4 sub-documents of 2 books" in x for x in refills)
+  lines = [json.loads(x) for x in captured.out.splitlines() if x.startswith("{")]
+  steps = [x for x in lines if "loss" in x and "step" in x]
+  assert [x["step"] for x in steps] == [1, 2, 3, 4, 5]
+  assert all(x["loss"] == x["loss"] for x in steps)  # finite, not NaN
+  final = lines[-1]
+  assert final["final_eval"]["n_answered"] == 4
+  with pytest.raises(SystemExit) as exit_info:
+    finetune.main(["--task", "narrativeqa", "--records_dir", out, "--model_dir",
+                   str(tmp_path / "m2"), "--memory_scope", "book", "--book_memory_refresh", "0"])
+  assert exit_info.value.code == 2
+  assert "--book_memory_refresh must be >= 1, got 0" in capsys.readouterr().err
