@@ -49,6 +49,9 @@ MEMORY_SCOPES = ("sub_document", "book")
 EXTERNAL_KEYS = ("external_memories", "external_document", "external_position",
                  "external_mask", "external_entity_id")
 _TABLE_KEYS = ("memories", "document", "position", "mask", "entity_id")
+# The pack features that say which book and sub-document each segment belongs to.
+BOOK_FEATURES = ("segment_mask", "document_index", "document_id", "question_id",
+                 "sub_document_index", "num_sub_documents")
 BookKey = Tuple[bytes, bytes]
 
 
@@ -184,11 +187,12 @@ def spans_packs(book_packs: Mapping[BookKey, set]) -> set:
   return {k for k, packs in book_packs.items() if len(packs) > 1}
 
 
-def book_pack_index(packs: Iterable[Mapping[str, np.ndarray]]) -> Dict[BookKey, set]:
-  """book key -> the indexes (in iteration order) of the packs holding part of it."""
+def book_pack_index(books_per_pack: Iterable[Mapping[BookKey, Dict]]) -> Dict[BookKey, set]:
+  """book key -> the indexes of the packs holding part of it, from each pack's
+  :func:`pack_books` (in pack order)."""
   index: Dict[BookKey, set] = collections.defaultdict(set)
-  for i, features in enumerate(packs):
-    for key in pack_books(features):
+  for i, books in enumerate(books_per_pack):
+    for key in books:
       index[key].add(i)
   return dict(index)
 
@@ -206,12 +210,12 @@ def with_external(table: Mapping[str, tf.Tensor], inputs: Mapping[str, tf.Tensor
 
 
 def fill_store(model, packs: Iterable[Mapping[str, np.ndarray]], store: BookMemoryStore,
-               wanted: Optional[set] = None, first_pass=None) -> int:
+               wanted: Optional[set] = None) -> int:
   """Pass 1: BERT_1 and the memory extraction over ``packs`` (NumPy pack features), filing
   the memories of the books in ``wanted`` (default: all) into ``store``.  Returns the packs
-  read.  ``first_pass``: a traced ``model.first_pass`` (default: a new ``tf.function``)."""
+  read."""
   from model import readtwice  # pylint: disable=g-import-not-at-top
-  first_pass = first_pass or tf.function(model.first_pass, reduce_retracing=True)
+  first_pass = tf.function(model.first_pass, reduce_retracing=True)
   read = 0
   for features in packs:
     books = pack_books(features)
@@ -225,38 +229,62 @@ def fill_store(model, packs: Iterable[Mapping[str, np.ndarray]], store: BookMemo
   return read
 
 
-BOOK_FEATURES = ("segment_mask", "document_index", "document_id", "question_id",
-                  "sub_document_index", "num_sub_documents")
-
-
-class TrainingBookMemory:
-  """Whole-book memory in training: the store of the training packs' books that span several
-  packs, refilled from the current weights every ``refresh`` steps (:meth:`maybe_refresh`, on
-  the host between training loops), and :meth:`add_external` for the traced step (book scope
-  plus the pack's external table of a fixed ``capacity``, looked up on the host with
-  ``tf.numpy_function``: CPU/GPU strategies, not TPUs).
+class BookMemory:
+  """Whole-book memory over a set of packs, for prediction and (:class:`TrainingBookMemory`)
+  training: one pass over the packs' book keys finds the books that span several packs
+  (``wanted``; each pack's :func:`pack_books` is kept, a few keys per pack); :meth:`fill`
+  runs pass 1 into ``store``; :meth:`pack_inputs` gives a pack's pass-2 inputs.
 
   Args:
-    packs_fn: ``() -> iterable`` of the training packs (NumPy feature dicts, one pass, in any
-      order).
+    packs_fn: ``() -> iterable`` of the packs (NumPy feature dicts, one pass, the same order
+      every call).
     max_segments_per_document: the records'.
     hidden_size: the model's.
-    refresh: steps between refills (>= 1).
+  """
+
+  def __init__(self, packs_fn, max_segments_per_document: int, hidden_size: int):
+    self.packs_fn = packs_fn
+    self.max_segments = int(max_segments_per_document)
+    self.hidden_size = int(hidden_size)
+    self.store = BookMemoryStore(self.max_segments)
+    self.books_per_pack = [pack_books({k: f[k] for k in BOOK_FEATURES}) for f in packs_fn()]
+    self.wanted = spans_packs(book_pack_index(self.books_per_pack))
+
+  def fill(self, model) -> None:
+    """Pass 1 with ``model``'s current weights (the store is emptied first)."""
+    self.store.clear()
+    if self.wanted:
+      fill_store(model, self.packs_fn(), self.store, self.wanted)
+
+  def pack_inputs(self, features: Mapping[str, tf.Tensor],
+                  arrays: Mapping[str, np.ndarray]) -> Dict[str, tf.Tensor]:
+    """A pack's inputs with book scope, plus its external table when one of its books spans
+    several packs (eager; ``arrays``: the same features as NumPy)."""
+    scoped = dict(book_scope(features, self.max_segments))
+    books = pack_books(arrays)
+    if set(books) & self.wanted:
+      scoped.update({k: tf.constant(v) for k, v in
+                     self.store.external(books, self.hidden_size).items()})
+    return scoped
+
+
+class TrainingBookMemory(BookMemory):
+  """Whole-book memory in training: the store is refilled from the current weights every
+  ``refresh`` steps (:meth:`maybe_refresh`, on the host between training loops), and
+  :meth:`add_external` serves the traced step (book scope plus the pack's external table of a
+  fixed ``capacity``, looked up on the host with ``tf.numpy_function``: CPU/GPU strategies,
+  not TPUs).
+
+  Args: those of :class:`BookMemory`, and ``refresh``: steps between refills (>= 1).
   """
 
   def __init__(self, packs_fn, max_segments_per_document: int, hidden_size: int,
                refresh: int):
     if refresh < 1:
       raise ValueError(f"the book memory refresh interval must be >= 1, got {refresh}")
-    self.packs_fn = packs_fn
-    self.max_segments = int(max_segments_per_document)
-    self.hidden_size = int(hidden_size)
+    super().__init__(packs_fn, max_segments_per_document, hidden_size)
     self.refresh = int(refresh)
-    self.store = BookMemoryStore(self.max_segments)
     self.filled_at: Optional[int] = None
-    self.refills = 0
-    index = book_pack_index({k: f[k] for k in BOOK_FEATURES} for f in packs_fn())
-    self.wanted = spans_packs(index)
     self.capacity = 64
 
   def maybe_refresh(self, model, step: int) -> bool:
@@ -264,18 +292,12 @@ class TrainingBookMemory:
     filled); returns whether it did."""
     if not self.wanted or (self.filled_at is not None and step - self.filled_at < self.refresh):
       return False
-    self.store.clear()
-    fill_store(model, self.packs_fn(), self.store, self.wanted)
+    self.fill(model)
     if self.filled_at is None:  # the largest external table of any pack, fixed from now on
-      need = 0
-      for f in self.packs_fn():
-        books = pack_books({k: f[k] for k in BOOK_FEATURES})
-        if set(books) & self.wanted:
-          ext = self.store.external(books, self.hidden_size)
-          need = max(need, int(ext["external_mask"].sum()))
+      need = max(int(self.store.external(books, self.hidden_size)["external_mask"].sum())
+                 for books in self.books_per_pack if set(books) & self.wanted)
       self.capacity = max(64, -(-need // 64) * 64)
     self.filled_at = step
-    self.refills += 1
     return True
 
   def next_refresh(self, step: int) -> Optional[int]:

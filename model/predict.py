@@ -154,50 +154,21 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
 
   scope = None
   if memory_scope == "book" and model.config.use_memory:
-    scope = _BookScope(model, packs, int(manifest["config"]["max_segments_per_document"]))
+    scope = book_memory.BookMemory(
+        lambda: ({k: v.numpy() for k, v in f.items()} for f in packs()),
+        int(manifest["config"]["max_segments_per_document"]), model.config.hidden_size)
+    scope.fill(model)
   for features in packs():
-    inputs = scope.inputs(features) if scope else features
+    arrays = {k: v.numpy() for k, v in features.items()}
+    inputs = scope.pack_inputs(features, arrays) if scope else features
     outputs = forward(readtwice.model_inputs(inputs))
-    decoder.add_pack({k: v.numpy() for k, v in features.items()},
-                     {k: v.numpy() for k, v in outputs.items()})
+    decoder.add_pack(arrays, {k: v.numpy() for k, v in outputs.items()})
   preds = tasks.get(task).predictions(decoder, per_document)
   if decoder.unmapped_candidates:  # offsets outside the side file's text: wrong records_dir?
     print(f"warning: {decoder.unmapped_candidates} span candidates could not be mapped to a "
           f"document text of {records_dir}/documents (missing document or offsets out of "
           "range) and were ignored", file=sys.stderr, flush=True)
   return preds
-
-
-class _BookScope:
-  """Pass 1 of whole-book prediction: the memories of every book spanning several packs (a
-  :class:`model.book_memory.BookMemoryStore`); :meth:`inputs` gives a pack's pass-2 inputs."""
-
-  def __init__(self, model, packs, max_segments_per_document: int):
-    self.max_segments = max_segments_per_document
-    self.hidden_size = model.config.hidden_size
-
-    def numpy_packs():
-      for features in packs():
-        yield {k: v.numpy() for k, v in features.items()}
-
-    index = book_memory.book_pack_index(
-        {k: features[k] for k in ("segment_mask", "document_index", "document_id",
-                                  "question_id", "sub_document_index", "num_sub_documents")}
-        for features in numpy_packs())
-    self.wanted = book_memory.spans_packs(index)
-    self.store = book_memory.BookMemoryStore(max_segments_per_document)
-    if self.wanted:
-      book_memory.fill_store(model, numpy_packs(), self.store, self.wanted)
-
-  def inputs(self, features):
-    scoped = dict(book_memory.book_scope(features, self.max_segments))
-    books = book_memory.pack_books({k: features[k].numpy() for k in (
-        "segment_mask", "document_index", "document_id", "question_id", "sub_document_index",
-        "num_sub_documents")})
-    if any(k in self.wanted for k in books):
-      scoped.update({k: tf.constant(v) for k, v in
-                     self.store.external(books, self.hidden_size).items()})
-    return scoped
 
 
 def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_k: int = 20,

@@ -122,7 +122,7 @@ def test_store_gives_a_pack_the_other_packs_memories_of_its_books():
   books = [book_memory.pack_books(p) for p in packs]
   assert books[0] == {(b"A", b"qa"): {"book": 0, "sub_documents": {0}, "num_sub_documents": 3},
                       (b"B", b"qb"): {"book": 1, "sub_documents": {0}, "num_sub_documents": 1}}
-  index = book_memory.book_pack_index(packs)
+  index = book_memory.book_pack_index(books)
   assert index == {(b"A", b"qa"): {0, 1, 2}, (b"B", b"qb"): {0}}
   assert book_memory.spans_packs(index) == {(b"A", b"qa")}
   store = book_memory.BookMemoryStore(S)

@@ -8,6 +8,7 @@ import os
 import pytest
 
 from model import configs, evaluate, predict, train
+from model import book_memory
 from model import input as input_lib
 from pipelines import narrativeqa
 from schemas import documents as documents_schema
@@ -54,8 +55,10 @@ def test_narrativeqa_chain_on_fixtures(tmp_path, scope):
                           predict_flags=("--memory_scope", scope))
   if scope == "book":  # pass 1 kept the memories of the books that span several packs
     model, _ = train.load_model(str(tmp_path / "model"))
-    book = predict._BookScope(  # pylint: disable=protected-access
-        model, lambda: input_lib.dataset_from_output_dir(out), 1)
+    book = book_memory.BookMemory(
+        lambda: ({k: v.numpy() for k, v in f.items()}
+                 for f in input_lib.dataset_from_output_dir(out)), 1, model.config.hidden_size)
+    book.fill(model)
     # book1's two questions: a document of 2 sub-documents each (6 sub-documents of 4).
     assert len(book.wanted) == 2 and len(book.store) == 4
   # One prediction per written question, keyed "<story id>: <question>" as the official
