@@ -34,7 +34,12 @@ With ``--memory_scope book``:
 Memory: the store holds, for every book spanning several packs, its memories (``[m, H]``
 float32 plus four int32 per memory), so it grows linearly with the total length of those books
 (CLS memories: one per segment; a 1,400-segment book at H 768 is ~4.3 MB; entity memories: one
-per mention).  :class:`BookMemoryStore` reports its size (``nbytes``).
+per mention).  :class:`BookMemoryStore` reports its size (``nbytes``).  Pass 2 at prediction
+reads the pack's table (its own memories + the external ones) in chunks of
+:data:`MEMORY_CHUNK` memories (``MemoryAttention``'s two-pass ``memory_chunk`` read), so its
+attention scores are ``[N, heads, L, MEMORY_CHUNK]`` however long the book: what grows with the
+book is the table (``M x H``), not the scores (``N x heads x L x M`` with the one-shot read).
+Training reads the table in one shot (gradients), so its scores grow with the book's memories.
 """
 
 from __future__ import annotations
@@ -46,6 +51,10 @@ import numpy as np
 import tensorflow as tf
 
 MEMORY_SCOPES = ("sub_document", "book")
+# Memories per chunk of pass 2's memory attention at prediction (``memory_chunk`` of
+# model.layers.MemoryAttention): its scores are [N, heads, L, MEMORY_CHUNK] whatever the book's
+# length, the size of one self-attention layer's scores at L = 512.
+MEMORY_CHUNK = 512
 EXTERNAL_KEYS = ("external_memories", "external_document", "external_position",
                  "external_mask", "external_entity_id")
 _TABLE_KEYS = ("memories", "document", "position", "mask", "entity_id")

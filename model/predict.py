@@ -52,22 +52,25 @@ _OUTPUT_KEYS = ("begin_logits", "end_logits", "answer_type_logits", "supporting_
 
 # model -> its traced inference forward, so repeated calls (a dev evaluation every N training
 # steps) reuse one tf.function and its traces instead of tracing a new one per call.
-_FORWARDS: "weakref.WeakKeyDictionary[readtwice.ReadTwiceModel, Callable]" = (
+_FORWARDS: "weakref.WeakKeyDictionary[readtwice.ReadTwiceModel, Dict]" = (
     weakref.WeakKeyDictionary())
 
 
-def _forward_fn(model: readtwice.ReadTwiceModel) -> Callable:
-  """The cached ``tf.function`` running ``model`` in inference mode (``_OUTPUT_KEYS`` only)."""
-  forward = _FORWARDS.get(model)
+def _forward_fn(model: readtwice.ReadTwiceModel, memory_chunk: Optional[int] = None
+                ) -> Callable:
+  """The cached ``tf.function`` running ``model`` in inference mode (``_OUTPUT_KEYS`` only),
+  one per ``memory_chunk`` (see :meth:`model.readtwice.ReadTwiceModel.call`)."""
+  forwards = _FORWARDS.setdefault(model, {})
+  forward = forwards.get(memory_chunk)
   if forward is None:
     model_ref = weakref.ref(model)  # a strong reference would keep the weak key alive forever
 
     @tf.function(reduce_retracing=True)
     def forward(inputs):
-      out = model_ref()(inputs, training=False)
+      out = model_ref()(inputs, training=False, memory_chunk=memory_chunk)
       return {k: out[k] for k in _OUTPUT_KEYS}
 
-    _FORWARDS[model] = forward
+    forwards[memory_chunk] = forward
   return forward
 
 
@@ -142,7 +145,10 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
                              max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
                              reduction=reduction,
                              answer_type_mode=model.config.answer_type_mode)
-  forward = _forward_fn(model)
+  # Book scope reads the memory table in chunks: pass 2's scores stay [N, heads, L, chunk]
+  # however long the book (its table is external memories + the pack's).
+  book = memory_scope == "book" and model.config.use_memory
+  forward = _forward_fn(model, book_memory.MEMORY_CHUNK if book else None)
 
   def packs():
     dataset = input_lib.dataset_from_output_dir(
@@ -153,7 +159,7 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
     return dataset
 
   scope = None
-  if memory_scope == "book" and model.config.use_memory:
+  if book:
     scope = book_memory.BookMemory(
         lambda: ({k: v.numpy() for k, v in f.items()} for f in packs()),
         int(manifest["config"]["max_segments_per_document"]), model.config.hidden_size)

@@ -72,6 +72,8 @@ class ReadTwiceModel(keras.Model):
     inputs: dict with ``token_ids``, ``input_mask``, ``token_kind`` int ``[N, L]`` and
       ``segment_mask``, ``document_index``, ``segment_index`` int ``[N]`` (extra keys ignored).
     training: dropout switch.
+    memory_chunk: inference only, None or the memories per chunk of the memory attention's
+      two-pass read (bounded memory whatever the table's length; see ``MemoryAttention``).
 
   Returns:
     dict of ``begin_logits`` ``[N, L]``, ``end_logits`` ``[N, L]``, ``answer_type_logits``
@@ -126,9 +128,10 @@ class ReadTwiceModel(keras.Model):
                             layer_norm_epsilon=c.layer_norm_epsilon,
                             initializer_range=c.initializer_range, name="mlm_head")
 
-  def call(self, inputs, training=False):
+  def call(self, inputs, training=False, memory_chunk=None):
     x, local = self.first_pass(inputs, training=training)
-    return self.second_pass(inputs, x, local, memory_table(local, inputs), training=training)
+    return self.second_pass(inputs, x, local, memory_table(local, inputs), training=training,
+                            memory_chunk=memory_chunk)
 
   # The call in two halves around the one collective (the memory all-gather), so that a
   # strategy whose collectives cannot sit inside XLA (MirroredStrategy: they go through
@@ -157,15 +160,18 @@ class ReadTwiceModel(keras.Model):
                "position": tf.gather(tf.cast(inputs["segment_index"], tf.int32), owner),
                "mask": mask, "entity_id": tf.cast(ex["entity_id"], tf.int32)}
 
-  def second_pass(self, inputs, x, local, table, training=False):
+  def second_pass(self, inputs, x, local, table, training=False, memory_chunk=None):
     """Memory attention over ``table`` (:func:`gather_memories` of every replica's
-    ``local``), BERT_2 and the heads: the output dict (see the class docstring)."""
+    ``local``), BERT_2 and the heads: the output dict (see the class docstring).
+    ``memory_chunk`` (inference): read the table in chunks of that many memories
+    (``MemoryAttention``'s bounded-memory path, for a whole book's table)."""
     input_mask = tf.cast(inputs["input_mask"], tf.int32)
     token_kind = tf.cast(inputs["token_kind"], tf.int32)
     extra = {}
     if self.config.use_memory:
       token_mask, (x, noop) = self._read_memories(inputs, x, table, training,
-                                                  return_noop_probability=True)
+                                                  return_noop_probability=True,
+                                                  memory_chunk=memory_chunk)
       x = self.second_read(x, attention_mask=input_mask, training=training)
       # The coreference logits m_i . m_j: identity-initialised memories are token-state sized
       # (norm ~ sqrt(H)), so their table is scaled by H^-1/4 (logits / sqrt(H)) to start where

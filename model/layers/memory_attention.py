@@ -138,6 +138,15 @@ class MemoryAttention(keras.layers.Layer):
       probabilities over ``C`` plus the no-op sum to 1 per token.  For analysis (which
       memories a token reads), not for training.
 
+    memory_chunk: optional int (inference only): read the memories in chunks of this many, in
+      two passes over the table (the best scores -- the top ``top_k``, or the softmax maximum
+      and denominator -- then the weighted read), so the scores never exceed
+      ``[N, heads, L, memory_chunk]`` whatever the table's length ``M``: the bounded-memory
+      path of whole-book memory (:mod:`model.book_memory`).  Same result as the one-shot
+      path up to float summation order (kept memories, ties and no-op included); the scores
+      are computed twice.  Not with ``training`` or ``return_attention``; ignored with
+      ``memory_window`` (already bounded).
+
   Returns:
     float ``[N, L, H]``; with ``return_noop_probability`` ``(that, noop float [N, L])``; with
     ``return_attention`` ``(that, dict)`` (it takes precedence).
@@ -251,7 +260,7 @@ class MemoryAttention(keras.layers.Layer):
 
   def call(self, hidden, memories, query_document, memory_document, query_position,
            memory_position, memory_mask, training=False, query_token_mask=None,
-           return_noop_probability=False, return_attention=False):
+           return_noop_probability=False, return_attention=False, memory_chunk=None):
     n, l = _dim(hidden, 0), _dim(hidden, 1)
     m = _dim(memories, 0)
     nh, hs = self.num_heads, self.head_size
@@ -259,6 +268,17 @@ class MemoryAttention(keras.layers.Layer):
     k = tf.reshape(self.key(memories), [m, nh, hs])
     v = tf.reshape(self.value(memories), [m, nh, hs])
     scale = 1.0 / float(hs) ** 0.5
+    if memory_chunk is not None and self.memory_window is None:
+      if training or return_attention:
+        raise ValueError("memory_chunk is for inference: not with training=True or "
+                         "return_attention")
+      if int(memory_chunk) < 1:
+        raise ValueError(f"memory_chunk must be >= 1, got {memory_chunk}")
+      out, noop_probs = self._chunked_read(
+          q, k, v, query_document, memory_document, query_position, memory_position,
+          memory_mask, int(memory_chunk))
+      return self._finish(hidden, out, noop_probs, training, query_token_mask,
+                          return_noop_probability)
     if self.memory_window is None:  # every memory of the pack, other documents masked
       scores = tf.einsum("nlhd,mhd->nhlm", q, k) * scale
       scores += self.relative_bias(query_position, memory_position)[:, :, None, :]
@@ -304,20 +324,115 @@ class MemoryAttention(keras.layers.Layer):
     probs = self.dropout(probs, training=training)
 
     out = mix(probs[..., :-1])
+    if return_attention:  # before dropout's rescaling: the attention actually computed
+      result = self._finish(hidden, out, probs[..., -1], training, query_token_mask, False)
+      mean = tf.reduce_mean(tf.stop_gradient(attention), axis=1)  # [N, L, C + 1]
+      return result, {"memories": mean[..., :-1], "noop": mean[..., -1],
+                      "memory_index": tf.cast(index, tf.int32)}
+    return self._finish(hidden, out, probs[..., -1], training, query_token_mask,
+                        return_noop_probability, noop_probs)
+
+  def _finish(self, hidden, read, noop_probs, training, query_token_mask,
+              return_noop_probability, noop_probs_before_dropout=None):
+    """Output projection, residual and LayerNorm of the memory read ``read`` ``[N, L, h, d]``
+    (plus the learned no-op value, weighted by ``noop_probs`` ``[N, h, L]``, when there is
+    one); the returned no-op probability is the one before dropout."""
+    n, l = _dim(hidden, 0), _dim(hidden, 1)
     if self.noop_value is not None:
-      out += tf.einsum("nhl,hd->nlhd", probs[..., -1], self.noop_value)
-    out = self.output_dense(tf.reshape(out, [n, l, self.hidden_size]))
+      read += tf.einsum("nhl,hd->nlhd", noop_probs, self.noop_value)
+    out = self.output_dense(tf.reshape(read, [n, l, self.hidden_size]))
     result = self.norm(hidden + self.dropout(out, training=training))
     if query_token_mask is not None:
       update = tf.cast(query_token_mask, tf.bool)[..., None]
       result = tf.where(update, result, hidden)
-    if return_attention:  # before dropout's rescaling: the attention actually computed
-      mean = tf.reduce_mean(tf.stop_gradient(attention), axis=1)  # [N, L, C + 1]
-      return result, {"memories": mean[..., :-1], "noop": mean[..., -1],
-                      "memory_index": tf.cast(index, tf.int32)}
     if return_noop_probability:
-      return result, tf.reduce_mean(tf.stop_gradient(noop_probs), axis=1)  # [N, L]
+      before = noop_probs if noop_probs_before_dropout is None else noop_probs_before_dropout
+      return result, tf.reduce_mean(tf.stop_gradient(before), axis=1)  # [N, L]
     return result
+
+  def _chunked_read(self, q, k, v, query_document, memory_document, query_position,
+                    memory_position, memory_mask, chunk):
+    """The memory read of :meth:`call` with the table in chunks of ``chunk`` memories (see
+    ``memory_chunk``): ``(read [N, L, h, d], no-op probability [N, h, L])``.
+
+    Pass 1 keeps, per token and head, the running best ``top_k`` allowed scores (merging each
+    chunk with ``tf.math.top_k``; the no-op last) -- which gives the k-th score, how many tied
+    at it are kept and the softmax denominator -- or, without ``top_k``, the running maximum
+    and denominator.  Pass 2 recomputes each chunk's scores and adds its weighted values; ties
+    at the k-th score are kept in memory order, as :func:`keep_top_k` does."""
+    n, l = _dim(q, 0), _dim(q, 1)
+    nh, hs = self.num_heads, self.head_size
+    scale = 1.0 / float(hs) ** 0.5
+    m = tf.shape(k)[0]
+    count = (m + chunk - 1) // chunk
+    pad = count * chunk - m
+    k = tf.pad(k, [[0, pad], [0, 0], [0, 0]])
+    v = tf.pad(v, [[0, pad], [0, 0], [0, 0]])
+    document = tf.pad(tf.cast(memory_document, tf.int32), [[0, pad]], constant_values=-1)
+    position = tf.pad(tf.cast(memory_position, tf.int32), [[0, pad]])
+    mask = tf.pad(tf.cast(memory_mask, tf.int32), [[0, pad]])
+    dtype = q.dtype
+    minus_inf = tf.constant(float("-inf"), dtype)
+
+    def ranked(i):
+      """Chunk ``i``: its scores with disallowed memories at -inf ``[N, h, L, c]``, values."""
+      at = i * chunk
+      kc, vc = k[at:at + chunk], v[at:at + chunk]
+      pc = position[at:at + chunk]
+      scores = tf.einsum("nlhd,chd->nhlc", q, kc) * scale
+      scores += self.relative_bias(query_position, pc)[:, :, None, :]
+      allowed = self.allowed_memories(query_document, document[at:at + chunk], query_position,
+                                      pc, mask[at:at + chunk])  # [N, c]
+      return tf.where(allowed[:, None, None, :], scores, minus_inf), vc
+
+    noop = tf.einsum("nlhd,hd->nhl", q, self.noop_key) * scale
+    noop = (noop + self.noop_bias[None, :, None])[..., None]  # [N, h, L, 1]
+    if self.top_k is not None:
+      def best_of(i, best):
+        scores, _ = ranked(i)
+        merged = tf.concat([best, scores], axis=-1)
+        return i + 1, tf.math.top_k(merged, k=self.top_k, sorted=True).values
+
+      best = tf.fill(tf.stack([n, nh, l, self.top_k]), minus_inf)
+      _, best = tf.while_loop(lambda i, _: i < count, best_of, [tf.constant(0), best])
+      best = tf.math.top_k(tf.concat([best, noop], -1), k=self.top_k, sorted=True).values
+      kth = best[..., -1:]
+      quota = self.top_k - tf.reduce_sum(tf.cast(best > kth, tf.int32), -1, keepdims=True)
+      top = best[..., :1]  # the best kept score: finite (the no-op is always allowed)
+      denominator = tf.reduce_sum(tf.exp(best - top), -1, keepdims=True)
+    else:
+      def max_sum(i, top, denominator):
+        scores, _ = ranked(i)
+        new_top = tf.maximum(top, tf.reduce_max(scores, -1, keepdims=True))
+        denominator = (denominator * tf.exp(top - new_top)
+                       + tf.reduce_sum(tf.exp(scores - new_top), -1, keepdims=True))
+        return i + 1, new_top, denominator
+
+      _, top, denominator = tf.while_loop(
+          lambda i, *_: i < count, max_sum, [tf.constant(0), noop, tf.ones_like(noop)])
+
+    def keep_of(scores, ties_before):
+      """Which of ``scores`` are kept, and the ties at the k-th score seen so far."""
+      if self.top_k is None:
+        return scores > minus_inf, ties_before
+      tie = tf.logical_and(tf.equal(scores, kth), scores > minus_inf)
+      ties = tf.cumsum(tf.cast(tie, tf.int32), axis=-1) + ties_before
+      keep = tf.logical_or(scores > kth, tf.logical_and(tie, ties <= quota))
+      return keep, ties_before + tf.reduce_sum(tf.cast(tie, tf.int32), -1, keepdims=True)
+
+    def read_chunk(i, read, ties):
+      scores, vc = ranked(i)
+      keep, ties = keep_of(scores, ties)
+      probs = tf.where(keep, tf.exp(scores - top), tf.zeros_like(scores)) / denominator
+      return i + 1, read + tf.einsum("nhlc,chd->nlhd", probs, vc), ties
+
+    read = tf.zeros(tf.stack([n, l, nh, hs]), dtype)
+    ties = tf.zeros(tf.stack([n, nh, l, 1]), tf.int32)
+    _, read, ties = tf.while_loop(lambda i, *_: i < count, read_chunk,
+                                  [tf.constant(0), read, ties])
+    keep_noop, _ = keep_of(noop, ties)
+    noop_probs = tf.where(keep_noop, tf.exp(noop - top), tf.zeros_like(noop)) / denominator
+    return read, noop_probs[..., 0]
 
   def get_config(self):
     config = super().get_config()
