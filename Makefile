@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo demo-memory test benchmark clean
+.PHONY: demo demo-memory demo-memory-book test benchmark clean
 
 $(STAMP): requirements.txt setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,10 @@ demo: $(STAMP)
 # ReadTwice(E) vs E(SS) vs a plain encoder on generated long-range QA (~10 min on 2 cores).
 demo-memory: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m benchmarks.memory_gap --out_dir demo_output/memory_gap
+
+demo-memory-book: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m benchmarks.memory_gap --out_dir demo_output/memory_gap_book \
+	    --sub_document_segments 3
 
 test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .

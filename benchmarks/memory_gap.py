@@ -4,7 +4,7 @@ generated long-range QA task that only cross-segment memory can solve.
   python -m benchmarks.memory_gap [--out_dir DIR] [--models e,e_ss,plain] [--seeds 3] [--size tiny]
       [--steps 1500] [--learning_rate 1e-3] [--train_docs 1600] [--dev_docs 200] [--segments 6]
       [--distances 1,2,3,4] [--distractors 3] [--seq_length 128] [--segments_per_pack 24]
-      [--parallel 2] [--reuse_data]
+      [--parallel 2] [--reuse_data] [--sub_document_segments S]
 
 The data (``synthetic.long_range_qa``): each document holds M = distractors + 1 (book, author,
 birth city) triples told by "<Book> was written by <Author>." and "<Author> was born in
@@ -24,8 +24,16 @@ Then, for every model and seed, the user's commands, each in its own process:
 Models: ``e`` = tiny ReadTwice(E) (entity-mention memories of all segments of a document),
 ``e_ss`` = the same with each segment reading only its own memories, ``plain`` = the encoder
 and heads without memory (``tiny_roberta``), ``cls`` = ReadTwice(CLS) (one memory per
-segment).  A seed fixes the initial weights and the batch order, so E and E(SS) of one seed
-start from the same weights and see the same batches: the gap is paired per seed.
+segment), ``e_book`` = ReadTwice(E) fine-tuned and predicting with ``--memory_scope book``.
+A seed fixes the initial weights and the batch order, so E and E(SS) of one seed start from
+the same weights and see the same batches: the gap is paired per seed.
+
+Whole-book memory (``--sub_document_segments S``, ``make demo-memory-book``): the job cuts
+every document into explicit sub-documents of S segments and every triple's two facts lie in
+different sub-documents, so only ``e_book`` (memories across sub-documents) can join them;
+``e`` (the default ``sub_document`` scope) and ``e_ss`` read one sub-document and must stay at
+chance.  Models default to ``e_book,e,e_ss`` there, and the last line's figure is the
+``e_book - e`` dev F1 gap per seed.
 
 Printed: the build's figures, a line per run (dev EM/F1, final training loss, memory no-op
 rate, seconds; for E also ``benchmarks.memory_probe``: how much attention the answer
@@ -62,7 +70,10 @@ from synthetic.long_range_qa.documents import Params as LongRangeParams
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-PRESETS = {"e": "tiny_e", "e_ss": "tiny_e_ss", "plain": "tiny_roberta", "cls": "tiny_cls"}
+PRESETS = {"e": "tiny_e", "e_ss": "tiny_e_ss", "plain": "tiny_roberta", "cls": "tiny_cls",
+           "e_book": "tiny_e"}
+# ``--memory_scope`` of the models that read across sub-documents (model.book_memory).
+SCOPES = {"e_book": "book"}
 # ``--size``: overrides of the tiny presets (hidden 64, 2 heads, 1 + 1 layers).  ``small`` gives
 # the first read two layers (a mention can then carry what its neighbours matched against the
 # question: one layer to compare, one to pass it on) and twice the width.
@@ -70,7 +81,7 @@ SIZES = {"tiny": {},
          "small": dict(hidden_size=128, num_heads=4, intermediate_size=256, num_layers_first=2,
                        num_layers_second=1)}
 LABELS = {"e": "ReadTwice(E)", "e_ss": "E(SS)", "plain": "plain encoder",
-          "cls": "ReadTwice(CLS)"}
+          "cls": "ReadTwice(CLS)", "e_book": "E, book scope"}
 
 
 def _run(cmd: List[str], log_path: str, threads: int) -> List[str]:
@@ -170,7 +181,8 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   log = os.path.join(run_dir, "commands.log")
   model_dir = os.path.join(run_dir, "model")
   paths = data["paths"]
-  lines = _run(["-m", "model.finetune", "--task", "hotpotqa", "--model_config", config_path,
+  scope = ["--memory_scope", SCOPES[model]] if model in SCOPES else []
+  lines = _run(["-m", "model.finetune", *scope, "--task", "hotpotqa", "--model_config", config_path,
                 "--records_dir", paths["records_train"], "--model_dir", model_dir,
                 "--steps", str(args.steps), "--learning_rate", str(args.learning_rate),
                 "--warmup_fraction", "0.1", "--optimizer", "adamw", "--seed", str(seed),
@@ -181,7 +193,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   steps = [d for d in logged if "step" in d and "loss" in d and not d.get("summary")]
   preds = os.path.join(run_dir, "predictions.json")
   _run(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", model_dir,
-        "--output", preds], log, args.threads)
+        "--output", preds, *scope], log, args.threads)
   metrics = json.loads(_run(["-m", "model.evaluate", "--task", "hotpotqa", "--predictions",
                              preds, "--gold", paths["dev"]], log, 0)[-1])
   with open(preds, encoding="utf-8") as f:
@@ -190,18 +202,20 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   choice = candidate_choice(predictions, docs_meta)
   noop = [d["memory_noop_rate"] for d in steps if "memory_noop_rate" in d]
   blocked = None
-  if model in ("e", "cls"):  # do the other segments' memories change what the model answers?
+  if model in ("e", "cls", "e_book"):  # do the other segments' memories change the answers?
     view = own_segment_view(model_dir, os.path.join(run_dir, "own_segment_view"))
     blocked_preds = os.path.join(run_dir, "predictions_own_segment_only.json")
     _run(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", view,
-          "--output", blocked_preds], log, args.threads)
+          "--output", blocked_preds, *scope], log, args.threads)
     with open(preds, encoding="utf-8") as f, open(blocked_preds, encoding="utf-8") as g:
       full, own = json.load(f)["answer"], json.load(g)
     blocked = answer_scores(own, docs_meta)
     blocked["changed"] = statistics.fmean(
         float(full.get(m["id"]) != own["answer"].get(m["id"])) for m in docs_meta)
   probe = None
-  if model == "e":  # does the answer segment's author mention read its book-fact memory?
+  # Does the answer segment's author mention read its book-fact memory?  (In one sub-document:
+  # the probe reads each sub-document alone.)
+  if model == "e" and not data["params"].get("sub_document_segments"):
     probe = json.loads(_run(["-m", "benchmarks.memory_probe", "--model_dir",
                              model_dir, "--data_dir", data["out_dir"]], log, args.threads)[-1])
   return {"probe": probe, "blocked": blocked, "choice": choice, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
@@ -224,8 +238,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   ap.add_argument("--out_dir", default=None,
                   help="data, models and logs go here (default: a temporary directory, "
                        "deleted at the end)")
-  ap.add_argument("--models", default="e,e_ss,plain",
-                  help=f"comma-separated, of: {', '.join(PRESETS)} (default: %(default)s)")
+  ap.add_argument("--models", default=None,
+                  help=f"comma-separated, of: {', '.join(PRESETS)} (default: e,e_ss,plain; "
+                       "with --sub_document_segments e_book,e,e_ss)")
   ap.add_argument("--size", default="tiny", choices=sorted(SIZES),
                   help="model size: tiny presets or their 'small' overrides (default: %(default)s)")
   ap.add_argument("--seeds", type=int, default=3, help="seeds 0..N-1 per model")
@@ -247,7 +262,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   help="TensorFlow threads per run (default: 1 with --parallel > 1, else all)")
   ap.add_argument("--reuse_data", action="store_true",
                   help="reuse the data already built under --out_dir")
+  ap.add_argument("--sub_document_segments", type=int, default=0,
+                  help="whole-book memory check: documents in sub-documents of this many "
+                       "segments, each triple's facts in different ones (0: off)")
   args = ap.parse_args(argv)
+  if args.models is None:
+    args.models = "e_book,e,e_ss" if args.sub_document_segments else "e,e_ss,plain"
   models = [m.strip() for m in args.models.split(",") if m.strip()]
   if not models or any(m not in PRESETS for m in models):
     ap.error(f"--models must be among {', '.join(PRESETS)}, got {args.models!r}")
@@ -258,7 +278,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   try:
     params = LongRangeParams(
         segments=args.segments, distractors=args.distractors, seq_length=args.seq_length,
-        distances=tuple(int(x) for x in args.distances.split(",") if x.strip()))
+        distances=tuple(int(x) for x in args.distances.split(",") if x.strip()),
+        sub_document_segments=args.sub_document_segments)
   except ValueError as e:
     ap.error(str(e))
   if args.segments_per_pack < args.segments:
@@ -283,7 +304,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   dev = data["splits"]["dev"]
   chance = dev["chance"]
   print(f"data: {data['splits']['train']['documents']} train / {dev['documents']} dev documents "
-        f"of {args.segments} segments, {params.candidates} candidate cities each (chance EM "
+        f"of {args.segments} segments"
+        + (f" in sub-documents of {args.sub_document_segments} (each triple's facts in "
+           "different ones)" if args.sub_document_segments else "")
+        + f", {params.candidates} candidate cities each (chance EM "
         f"{chance['em']:.3f}, F1 {chance['f1']:.3f}); fact names linked to their entity: "
         f"{100 * dev['fact_name_mentions_linked_fraction']:.1f}%; built in "
         f"{data['timings_s']['total']:.0f} s", flush=True)
@@ -357,7 +381,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"{_stats([b['f1'] for b in blocked])}; answers that change: "
             f"{_stats([b['changed'] for b in blocked])}")
 
-  figure = {"metric": "readtwice_e_minus_e_ss_dev_f1", "target": 0.1, "unit": "F1",
+  # The gap that says whether memory works: E over E(SS), or with sub-documents the book scope
+  # over the sub-document scope.
+  better, worse = ("e_book", "e") if args.sub_document_segments else ("e", "e_ss")
+  metric = ("readtwice_e_book_minus_sub_document_dev_f1" if args.sub_document_segments
+            else "readtwice_e_minus_e_ss_dev_f1")
+  figure = {"metric": metric, "target": 0.1, "unit": "F1",
             "chance": {"em": round(chance["em"], 4), "f1": round(chance["f1"], 4)},
             "models": {m: {"em_mean": round(statistics.fmean(r["em"] for r in results[m]), 4),
                            "f1_mean": round(statistics.fmean(r["f1"] for r in results[m]), 4),
@@ -372,13 +401,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                round(r["blocked"]["f1"], 4) for r in results[m]
                                if r["blocked"]]} for m in models},
             "seeds": args.seeds, "steps": args.steps, "size": args.size,
+            "sub_document_segments": args.sub_document_segments,
             "seconds": round(time.perf_counter() - t0, 1)}
-  if "e" in results and "e_ss" in results:
-    gaps = [a["f1"] - b["f1"] for a, b in zip(results["e"], results["e_ss"])]
+  if better in results and worse in results:
+    gaps = [a["f1"] - b["f1"] for a, b in zip(results[better], results[worse])]
     per_d = {str(x): round(statistics.fmean(
         a["by_distance"][x]["f1"] - b["by_distance"][x]["f1"]
-        for a, b in zip(results["e"], results["e_ss"])), 4) for x in distances}
-    print(f"\nE - E(SS) dev F1 per seed: {', '.join(f'{g:+.3f}' for g in gaps)}; by distance: "
+        for a, b in zip(results[better], results[worse])), 4) for x in distances}
+    print(f"\n{LABELS[better]} - {LABELS[worse]} dev F1 per seed: "
+          f"{', '.join(f'{g:+.3f}' for g in gaps)}; by distance: "
           + ", ".join(f"{k}: {v:+.3f}" for k, v in per_d.items()))
     figure.update(value=round(statistics.fmean(gaps), 4),
                   min=round(min(gaps), 4), median=round(statistics.median(gaps), 4),
@@ -387,7 +418,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   gap_by_distance=per_d)
   else:
     figure["value"] = None
-    figure["note"] = "--models lacks e or e_ss: no gap"
+    figure["note"] = f"--models lacks {better} or {worse}: no gap"
   print(f"total {time.perf_counter() - t0:.0f} s", flush=True)
   print(json.dumps(figure))
   if tmp is not None:

@@ -359,7 +359,9 @@ class MemoryAttention(keras.layers.Layer):
     chunk with ``tf.math.top_k``; the no-op last) -- which gives the k-th score, how many tied
     at it are kept and the softmax denominator -- or, without ``top_k``, the running maximum
     and denominator.  Pass 2 recomputes each chunk's scores and adds its weighted values; ties
-    at the k-th score are kept in memory order, as :func:`keep_top_k` does."""
+    at the k-th score are kept in memory order, as :func:`keep_top_k` does.  The loops run one
+    chunk at a time (``parallel_iterations=1``: by default TensorFlow would compute up to ten
+    chunks' scores at once, ten times the memory)."""
     n, l = _dim(q, 0), _dim(q, 1)
     nh, hs = self.num_heads, self.head_size
     scale = 1.0 / float(hs) ** 0.5
@@ -394,7 +396,8 @@ class MemoryAttention(keras.layers.Layer):
         return i + 1, tf.math.top_k(merged, k=self.top_k, sorted=True).values
 
       best = tf.fill(tf.stack([n, nh, l, self.top_k]), minus_inf)
-      _, best = tf.while_loop(lambda i, _: i < count, best_of, [tf.constant(0), best])
+      _, best = tf.while_loop(lambda i, _: i < count, best_of, [tf.constant(0), best],
+                              parallel_iterations=1)
       best = tf.math.top_k(tf.concat([best, noop], -1), k=self.top_k, sorted=True).values
       kth = best[..., -1:]
       quota = self.top_k - tf.reduce_sum(tf.cast(best > kth, tf.int32), -1, keepdims=True)
@@ -409,7 +412,8 @@ class MemoryAttention(keras.layers.Layer):
         return i + 1, new_top, denominator
 
       _, top, denominator = tf.while_loop(
-          lambda i, *_: i < count, max_sum, [tf.constant(0), noop, tf.ones_like(noop)])
+          lambda i, *_: i < count, max_sum, [tf.constant(0), noop, tf.ones_like(noop)],
+          parallel_iterations=1)
 
     def keep_of(scores, ties_before):
       """Which of ``scores`` are kept, and the ties at the k-th score seen so far."""
@@ -429,7 +433,7 @@ class MemoryAttention(keras.layers.Layer):
     read = tf.zeros(tf.stack([n, l, nh, hs]), dtype)
     ties = tf.zeros(tf.stack([n, nh, l, 1]), tf.int32)
     _, read, ties = tf.while_loop(lambda i, *_: i < count, read_chunk,
-                                  [tf.constant(0), read, ties])
+                                  [tf.constant(0), read, ties], parallel_iterations=1)
     keep_noop, _ = keep_of(noop, ties)
     noop_probs = tf.where(keep_noop, tf.exp(noop - top), tf.zeros_like(noop)) / denominator
     return read, noop_probs[..., 0]

@@ -36,9 +36,13 @@ def record_stats(out: str, docs: Sequence[LongRangeDoc], entities_dir: str) -> D
   answers = collections.defaultdict(set)  # doc -> segments
   segments = collections.Counter()
   mentions = linked = 0
+  per_sub = int(records_dir.read_manifest(out)["config"]["max_segments_per_document"])
   for r in records_dir.iter_packs(out):
     n = len(r["segment_mask"])
     L = len(r["token_ids"]) // n
+    # A segment's position in its whole document (sub-document k starts at k * per_sub).
+    position = [int(r["sub_document_index"][s]) * per_sub + int(r["segment_index"][s])
+                for s in range(n)]
     for s in range(n):
       if r["segment_mask"][s]:
         segments[r["document_id"][s].decode()] += 1
@@ -46,11 +50,11 @@ def record_stats(out: str, docs: Sequence[LongRangeDoc], entities_dir: str) -> D
                             r["mention_entity_id"]):
       doc = r["document_id"][s].decode()
       surface = texts[doc][r["char_begin"][s * L + b]:r["char_end"][s * L + e]]
-      found[doc].add((r["segment_index"][s], surface, vocab.get(ent)))
+      found[doc].add((position[s], surface, vocab.get(ent)))
       mentions += 1
       linked += bool(ent)
     for s in r["answer_segment"]:
-      answers[r["document_id"][s].decode()].add(r["segment_index"][s])
+      answers[r["document_id"][s].decode()].add(position[s])
   expected = hit = target_hit = target_expected = answers_ok = 0
   extra = 0
   by_distance = collections.defaultdict(lambda: [0, 0])
@@ -82,7 +86,7 @@ def record_stats(out: str, docs: Sequence[LongRangeDoc], entities_dir: str) -> D
           "documents_by_distance": {str(k): v[0] for k, v in sorted(by_distance.items())}}
 
 
-def _check_manifest(out: str, docs: int) -> Dict[str, Any]:
+def _check_manifest(out: str, docs: int, split_expected: bool = False) -> Dict[str, Any]:
   m = records_dir.read_manifest(out)
   c = m["counts"]
   seg = m["stages"].get("segment", {})
@@ -94,7 +98,10 @@ def _check_manifest(out: str, docs: int) -> Dict[str, Any]:
       problems.append(f"{key} {c[key]}")
   for key in ("answer_spans_cut", "answer_spans_lost", "mentions_cut", "mentions_lost",
               "questions_truncated", "documents_split"):
-    if seg.get(key):
+    if key == "documents_split" and split_expected:
+      if seg.get(key) != docs:
+        problems.append(f"segment/{key} {seg.get(key)}, not every one of {docs} documents")
+    elif seg.get(key):
       problems.append(f"segment/{key} {seg[key]}")
   if problems:
     raise RuntimeError(f"{out}: unexpected manifest counts: {'; '.join(problems)}")
@@ -149,7 +156,8 @@ def build(out_dir: str, train_docs: Union[int, Sequence[LongRangeDoc]] = 600,
           paths[f"records_{split}"], "--seq_length", str(params.seq_length),
           "--overlap", str(params.overlap), "--max_question_tokens",
           str(params.max_question_tokens), "--segments_per_pack", str(pack),
-          "--max_segments_per_document", str(pack), *ann, "--overwrite"],
+          "--max_segments_per_document", str(params.sub_document_segments or pack), *ann,
+          "--overwrite"],
           os.path.join(logs, f"hotpotqa_{split}.log")))
   t_jobs = time.perf_counter()
   timings.update(harness.run_jobs(jobs, max(1, parallel)))
@@ -159,7 +167,8 @@ def build(out_dir: str, train_docs: Union[int, Sequence[LongRangeDoc]] = 600,
   for split, docs in zip(SPLITS, (train, dev)):
     if not docs:
       continue
-    s = _check_manifest(paths[f"records_{split}"], len(docs))
+    s = _check_manifest(paths[f"records_{split}"], len(docs),
+                        split_expected=bool(params.sub_document_segments))
     s.update(record_stats(paths[f"records_{split}"], docs, ents))
     s["chance"] = chance_level(docs)
     splits[split] = s
@@ -196,6 +205,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   p.add_argument("--max_facts_per_segment", type=int, default=d.max_facts_per_segment)
   p.add_argument("--segments_per_pack", type=int, default=0,
                  help="segments per record (and per document at most); 0: --segments")
+  p.add_argument("--sub_document_segments", type=int, default=0,
+                 help="split each document into sub-documents of this many segments, with "
+                      "every triple's two facts in different sub-documents (0: off)")
   p.add_argument("--parallel", type=int, default=2, help="HotpotQA jobs at once")
   p.add_argument("--overwrite", action="store_true")
   a = p.parse_args(argv)
@@ -204,7 +216,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     distances=tuple(int(x) for x in a.distances.split(",") if x.strip()),
                     distractors=a.distractors, seq_length=a.seq_length, overlap=a.overlap,
                     max_question_tokens=a.max_question_tokens,
-                    max_facts_per_segment=a.max_facts_per_segment)
+                    max_facts_per_segment=a.max_facts_per_segment,
+                    sub_document_segments=a.sub_document_segments)
     r = build(a.out_dir, a.train_docs, a.dev_docs, a.seed, params,
               segments_per_pack=a.segments_per_pack or None, parallel=a.parallel,
               overwrite=a.overwrite)

@@ -24,7 +24,10 @@ class Params:
   candidate cities); ``seq_length`` / ``overlap`` / ``max_question_tokens``: the HotpotQA job's
   flags the documents are laid out for; ``max_facts_per_segment``: facts one segment holds at
   most; ``edge_margin``: tokens kept free of facts before a window's planned end (the real
-  cut, at a word start, is then verified).
+  cut, at a word start, is then verified); ``sub_document_segments`` (0: off): the job's
+  ``--max_segments_per_document``, so a document becomes explicit sub-documents of this many
+  segments, and every triple's book fact and birth fact lie in DIFFERENT sub-documents: only a
+  memory that crosses sub-documents (``--memory_scope book``) can join them.
   """
   segments: int = 6
   distances: Tuple[int, ...] = (1, 2, 3, 4)
@@ -34,6 +37,7 @@ class Params:
   max_question_tokens: int = 64
   max_facts_per_segment: int = 3
   edge_margin: int = 8
+  sub_document_segments: int = 0
 
   def __post_init__(self):
     object.__setattr__(self, "distances", tuple(int(d) for d in self.distances))
@@ -49,6 +53,18 @@ class Params:
       raise ValueError("overlap and edge_margin must be >= 0, max_facts_per_segment >= 1")
     segmenter_lib.SegmenterConfig(seq_length=self.seq_length, overlap=self.overlap,
                                   max_question_tokens=self.max_question_tokens)  # validates
+    s = self.sub_document_segments
+    if s:
+      if not 1 <= s < self.segments:
+        raise ValueError(f"sub_document_segments must be 0 (off) or in [1, segments - 1 = "
+                         f"{self.segments - 1}], got {s}")
+      if self.overlap:
+        raise ValueError("sub_document_segments needs overlap 0 (sub-documents then cut at "
+                         "whole segments)")
+      if any(s - 1 + d >= self.segments for d in self.distances if d < s):
+        raise ValueError(f"with sub-documents of {s} segments, facts {self.distances} apart "
+                         f"cannot all lie in different sub-documents of {self.segments} "
+                         "segments")
     # Book facts and birth facts never share a segment: each kind needs its own segments.
     per_kind = -(-(self.distractors + 1) // self.max_facts_per_segment)
     if 2 * per_kind > self.segments:

@@ -68,13 +68,15 @@ def _make_doc(tok, filler: Filler, names: NamePool, rng: random.Random, params: 
 
 def check_doc(doc: LongRangeDoc, params: Params, tokenizer=None) -> Tuple[bool, List[str]]:
   """Checks a document with the real code path (:func:`fact_segments`); returns (ok, problems):
-  the segment count, every fact wholly in its segment only, the target's facts ``distance``
-  apart, the answer once in the context (in the target's birth fact) and not in the question,
-  the answer labelled in that segment only."""
+  the segment (and sub-document) count, every fact wholly in its segment only, the target's
+  facts ``distance`` apart, the answer once in the context (in the target's birth fact) and
+  not in the question, the answer labelled in that segment only."""
+  sub = params.sub_document_segments
   r = fact_segments(doc.record, params.seq_length, params.overlap, params.max_question_tokens,
-                    tokenizer=tokenizer)
+                    max_segments_per_document=sub or 128, tokenizer=tokenizer)
   problems = []
-  if r["num_segments"] != params.segments or r["num_sub_documents"] != 1:
+  subs = -(-params.segments // sub) if sub else 1
+  if r["num_segments"] != params.segments or r["num_sub_documents"] != subs:
     problems.append(f"{r['num_segments']} segments, {r['num_sub_documents']} sub-documents")
   if r["question_truncated"]:
     problems.append("question truncated")

@@ -18,7 +18,8 @@ def place_triples(rng: random.Random, params: Params, distance: int,
                   attempts: int = 100_000) -> List[Tuple[int, int]]:
   """(book segment, birth segment) of each triple, the target's (index 0) ``distance`` apart
   and every other's a distance drawn from ``params.distances``, each in a random direction;
-  no segment holds both a book and a birth fact, none more than ``max_facts_per_segment``."""
+  no segment holds both a book and a birth fact, none more than ``max_facts_per_segment``;
+  with ``sub_document_segments``, no triple has both facts in one sub-document."""
   S, M = params.segments, params.candidates
   for _ in range(attempts):
     pairs = []
@@ -29,6 +30,9 @@ def place_triples(rng: random.Random, params: Params, distance: int,
     books, births = [b for b, _ in pairs], [r for _, r in pairs]
     if set(books) & set(births):
       continue
+    sub = params.sub_document_segments
+    if sub and any(b // sub == r // sub for b, r in pairs):
+      continue  # a triple's two facts must be in different sub-documents
     if max(collections.Counter(books + births).values()) > params.max_facts_per_segment:
       continue
     return pairs

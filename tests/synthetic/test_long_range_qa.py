@@ -362,3 +362,78 @@ def test_the_target_is_placed_like_any_distractor():
     share_t = target_gaps[d] / sum(target_gaps.values())
     share_d = distractor_gaps[d] / sum(distractor_gaps.values())
     assert abs(share_t - share_d) < 0.15, (d, target_gaps, distractor_gaps)
+
+
+# --- (4) whole-book memory mode: the two facts of a triple in different sub-documents --------
+
+SUB = 3
+SUB_PARAMS = Params(sub_document_segments=SUB)
+
+
+@pytest.fixture(scope="module")
+def split_docs():
+  return generate("train", 10, TRAIN_SEED, SUB_PARAMS)
+
+
+def test_sub_document_mode_puts_each_triples_facts_in_different_sub_documents(split_docs, tok):
+  for d in split_docs:
+    doc = reader.parse_record(d.record, "t")[0]
+    sents = _sentences(doc.text)
+    books = [re.fullmatch(r"(.+) was written by (.+)\.", s) for s in sents]
+    pairs = [(m.group(0), next(s for s in sents if s.startswith(m.group(2) + " was born in ")))
+             for m in books if m]
+    assert len(pairs) == SUB_PARAMS.candidates
+    spans = []
+    for k, s in enumerate(x for p in pairs for x in p):
+      b = doc.text.find(s)
+      spans.append((b, b + len(s), k))
+    ctx, q = tok.encode_batch([doc.text, doc.question.text])
+    config = segmenter.SegmenterConfig(seq_length=SUB_PARAMS.seq_length, overlap=0,
+                                       max_segments_per_document=SUB)
+    subs, _ = segmenter.segment_document(doc.id, doc.id, ctx, q, tok.special_ids, config,
+                                         mentions=spans)
+    assert len(subs) == -(-SUB_PARAMS.segments // SUB)
+    sub_of = {}
+    for i, sub in enumerate(subs):
+      for _, _, _, k in sub.mentions.tolist():
+        sub_of.setdefault(k, set()).add(i)
+    for t in range(len(pairs)):  # book fact 2t, birth fact 2t + 1: one sub-document each
+      assert len(sub_of[2 * t]) == 1 and len(sub_of[2 * t + 1]) == 1
+      assert sub_of[2 * t] != sub_of[2 * t + 1], (d.id, t)
+    assert abs(d.book_segment - d.birth_segment) == d.distance
+  # Every distance still occurs (distance 1 only across the boundary).
+  assert {d.distance for d in generate("dev", 30, DEV_SEED, SUB_PARAMS)} == {1, 2, 3, 4}
+
+
+def test_sub_document_parameters_are_checked():
+  with pytest.raises(ValueError, match="sub_document_segments must be"):
+    Params(sub_document_segments=6)
+  with pytest.raises(ValueError, match="cannot all lie in different sub-documents"):
+    Params(sub_document_segments=5)
+  with pytest.raises(ValueError, match="overlap 0"):
+    Params(sub_document_segments=3, overlap=16)
+
+
+def test_sub_document_records_keep_facts_and_answer_at_their_global_positions(
+    tmp_path_factory, split_docs):
+  out = str(tmp_path_factory.mktemp("lrqa_sub"))
+  built = build(out, split_docs[:3], split_docs[3:5], seed=TRAIN_SEED, params=SUB_PARAMS,
+                segments_per_pack=6, parallel=2)
+  for split, docs in (("train", split_docs[:3]), ("dev", split_docs[3:5])):
+    subs = collections.defaultdict(set)
+    answers = collections.defaultdict(set)
+    for r in read_records(built["paths"][f"records_{split}"]):
+      for s, real in enumerate(r["segment_mask"]):
+        if real:
+          subs[r["document_id"][s].decode()].add(
+              (r["sub_document_index"][s], r["num_sub_documents"][s]))
+      for s in r["answer_segment"]:
+        answers[r["document_id"][s].decode()].add(
+            (r["sub_document_index"][s], r["segment_index"][s]))
+    for d in docs:
+      assert subs[d.id] == {(0, 2), (1, 2)}
+      assert answers[d.id] == {divmod(d.birth_segment, SUB)}
+    s = built["splits"][split]
+    assert s["fact_name_mentions_linked_fraction"] == 1.0
+    assert s["answers_in_intended_segment_only_fraction"] == 1.0
+    assert s["segments_per_document"] == [SUB_PARAMS.segments]
