@@ -355,16 +355,17 @@ class MemoryAttention(keras.layers.Layer):
     """The memory read of :meth:`call` with the table in chunks of ``chunk`` memories (see
     ``memory_chunk``): ``(read [N, L, h, d], no-op probability [N, h, L])``.
 
-    Pass 1 keeps, per token and head, the running best ``top_k`` allowed scores (merging each
-    chunk with ``tf.math.top_k``; the no-op last) -- which gives the k-th score, how many tied
-    at it are kept and the softmax denominator -- or, without ``top_k``, the running maximum
-    and denominator.  Pass 2 recomputes each chunk's scores and adds its weighted values; ties
-    at the k-th score are kept in memory order, as :func:`keep_top_k` does.  The loops run one
-    chunk at a time (``parallel_iterations=1``: by default TensorFlow would compute up to ten
-    chunks' scores at once, ten times the memory)."""
+    Without ``top_k``: one pass, an online softmax (per token and head the running maximum,
+    denominator and weighted read, rescaled when the maximum grows).  With ``top_k``: pass 1
+    keeps the running best ``top_k`` allowed scores (each chunk merged with
+    ``tf.math.top_k``; the no-op last), which gives the k-th score, how many tied at it are
+    kept and the softmax denominator; pass 2 recomputes each chunk's scores and adds its
+    kept values, ties at the k-th score kept in memory order as :func:`keep_top_k` does.  The
+    loops run one chunk at a time (``parallel_iterations=1``: by default TensorFlow would
+    compute up to ten chunks' scores at once, ten times the memory)."""
     n, l = _dim(q, 0), _dim(q, 1)
     nh, hs = self.num_heads, self.head_size
-    scale = 1.0 / float(hs) ** 0.5
+    q = q * (1.0 / float(hs) ** 0.5)
     m = tf.shape(k)[0]
     count = (m + chunk - 1) // chunk
     pad = count * chunk - m
@@ -375,68 +376,72 @@ class MemoryAttention(keras.layers.Layer):
     mask = tf.pad(tf.cast(memory_mask, tf.int32), [[0, pad]])
     dtype = q.dtype
     minus_inf = tf.constant(float("-inf"), dtype)
+    loop = dict(parallel_iterations=1)
 
     def ranked(i):
       """Chunk ``i``: its scores with disallowed memories at -inf ``[N, h, L, c]``, values."""
       at = i * chunk
-      kc, vc = k[at:at + chunk], v[at:at + chunk]
       pc = position[at:at + chunk]
-      scores = tf.einsum("nlhd,chd->nhlc", q, kc) * scale
-      scores += self.relative_bias(query_position, pc)[:, :, None, :]
       allowed = self.allowed_memories(query_document, document[at:at + chunk], query_position,
                                       pc, mask[at:at + chunk])  # [N, c]
-      return tf.where(allowed[:, None, None, :], scores, minus_inf), vc
+      bias = (self.relative_bias(query_position, pc)
+              + tf.where(allowed, tf.zeros((), dtype), minus_inf)[:, None, :])  # [N, h, c]
+      scores = tf.einsum("nlhd,chd->nhlc", q, k[at:at + chunk]) + bias[:, :, None, :]
+      return scores, v[at:at + chunk]
 
-    noop = tf.einsum("nlhd,hd->nhl", q, self.noop_key) * scale
+    def heads_last(x):  # [N, h, L, 1] -> [N, L, h, 1], to scale a read
+      return tf.transpose(x, [0, 2, 1, 3])
+
+    noop = tf.einsum("nlhd,hd->nhl", q, self.noop_key)
     noop = (noop + self.noop_bias[None, :, None])[..., None]  # [N, h, L, 1]
-    if self.top_k is not None:
+    read = tf.zeros(tf.stack([n, l, nh, hs]), dtype)
+    if self.top_k is None:
+      def online(i, top, denominator, read):
+        scores, vc = ranked(i)
+        new_top = tf.maximum(top, tf.reduce_max(scores, -1, keepdims=True))
+        weights = tf.exp(scores - new_top)  # disallowed: exp(-inf) = 0
+        rescale = tf.exp(top - new_top)
+        denominator = denominator * rescale + tf.reduce_sum(weights, -1, keepdims=True)
+        read = read * heads_last(rescale) + tf.einsum("nhlc,chd->nlhd", weights, vc)
+        return i + 1, new_top, denominator, read
+
+      _, top, denominator, read = tf.while_loop(
+          lambda i, *_: i < count, online, [tf.constant(0), noop, tf.ones_like(noop), read],
+          **loop)
+      noop_weight = tf.exp(noop - top)
+    else:
       def best_of(i, best):
         scores, _ = ranked(i)
         merged = tf.concat([best, scores], axis=-1)
         return i + 1, tf.math.top_k(merged, k=self.top_k, sorted=True).values
 
       best = tf.fill(tf.stack([n, nh, l, self.top_k]), minus_inf)
-      _, best = tf.while_loop(lambda i, _: i < count, best_of, [tf.constant(0), best],
-                              parallel_iterations=1)
+      _, best = tf.while_loop(lambda i, _: i < count, best_of, [tf.constant(0), best], **loop)
       best = tf.math.top_k(tf.concat([best, noop], -1), k=self.top_k, sorted=True).values
       kth = best[..., -1:]
       quota = self.top_k - tf.reduce_sum(tf.cast(best > kth, tf.int32), -1, keepdims=True)
       top = best[..., :1]  # the best kept score: finite (the no-op is always allowed)
       denominator = tf.reduce_sum(tf.exp(best - top), -1, keepdims=True)
-    else:
-      def max_sum(i, top, denominator):
-        scores, _ = ranked(i)
-        new_top = tf.maximum(top, tf.reduce_max(scores, -1, keepdims=True))
-        denominator = (denominator * tf.exp(top - new_top)
-                       + tf.reduce_sum(tf.exp(scores - new_top), -1, keepdims=True))
-        return i + 1, new_top, denominator
 
-      _, top, denominator = tf.while_loop(
-          lambda i, *_: i < count, max_sum, [tf.constant(0), noop, tf.ones_like(noop)],
-          parallel_iterations=1)
+      def keep_of(scores, ties_before):
+        """Which of ``scores`` are kept, and the ties at the k-th score seen so far."""
+        tie = tf.logical_and(tf.equal(scores, kth), scores > minus_inf)
+        ties = tf.cumsum(tf.cast(tie, tf.int32), axis=-1) + ties_before
+        keep = tf.logical_or(scores > kth, tf.logical_and(tie, ties <= quota))
+        return keep, ties_before + tf.reduce_sum(tf.cast(tie, tf.int32), -1, keepdims=True)
 
-    def keep_of(scores, ties_before):
-      """Which of ``scores`` are kept, and the ties at the k-th score seen so far."""
-      if self.top_k is None:
-        return scores > minus_inf, ties_before
-      tie = tf.logical_and(tf.equal(scores, kth), scores > minus_inf)
-      ties = tf.cumsum(tf.cast(tie, tf.int32), axis=-1) + ties_before
-      keep = tf.logical_or(scores > kth, tf.logical_and(tie, ties <= quota))
-      return keep, ties_before + tf.reduce_sum(tf.cast(tie, tf.int32), -1, keepdims=True)
+      def read_chunk(i, read, ties):
+        scores, vc = ranked(i)
+        keep, ties = keep_of(scores, ties)
+        weights = tf.where(keep, tf.exp(scores - top), tf.zeros_like(scores))
+        return i + 1, read + tf.einsum("nhlc,chd->nlhd", weights, vc), ties
 
-    def read_chunk(i, read, ties):
-      scores, vc = ranked(i)
-      keep, ties = keep_of(scores, ties)
-      probs = tf.where(keep, tf.exp(scores - top), tf.zeros_like(scores)) / denominator
-      return i + 1, read + tf.einsum("nhlc,chd->nlhd", probs, vc), ties
-
-    read = tf.zeros(tf.stack([n, l, nh, hs]), dtype)
-    ties = tf.zeros(tf.stack([n, nh, l, 1]), tf.int32)
-    _, read, ties = tf.while_loop(lambda i, *_: i < count, read_chunk,
-                                  [tf.constant(0), read, ties], parallel_iterations=1)
-    keep_noop, _ = keep_of(noop, ties)
-    noop_probs = tf.where(keep_noop, tf.exp(noop - top), tf.zeros_like(noop)) / denominator
-    return read, noop_probs[..., 0]
+      ties = tf.zeros(tf.stack([n, nh, l, 1]), tf.int32)
+      _, read, ties = tf.while_loop(lambda i, *_: i < count, read_chunk,
+                                    [tf.constant(0), read, ties], **loop)
+      keep_noop, _ = keep_of(noop, ties)
+      noop_weight = tf.where(keep_noop, tf.exp(noop - top), tf.zeros_like(noop))
+    return read / heads_last(denominator), (noop_weight / denominator)[..., 0]
 
   def get_config(self):
     config = super().get_config()

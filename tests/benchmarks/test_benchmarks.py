@@ -51,6 +51,8 @@ def test_benchmark_prints_its_figure_last(name, args):
                     "1", "--steps", "4"]),
     ("memory_gap", ["--train_docs", "16", "--dev_docs", "8", "--seeds", "1", "--steps", "4",
                     "--log_every", "2", "--models", "e,e_ss"]),
+    ("memory_gap", ["--train_docs", "16", "--dev_docs", "8", "--seeds", "1", "--steps", "4",
+                    "--log_every", "2", "--sub_document_segments", "3", "--parallel", "1"]),
 ])
 @pytest.mark.slow
 def test_benchmark_with_an_output_dir_prints_its_figure_last(name, args, tmp_path):
@@ -61,6 +63,9 @@ def test_benchmark_with_an_output_dir_prints_its_figure_last(name, args, tmp_pat
   figure = json.loads(proc.stdout.strip().splitlines()[-1])
   assert {"metric", "value", "target", "unit"} <= set(figure)
   assert figure["value"] is not None
+  if "--sub_document_segments" in args:  # whole-book memory: book scope against sub-document
+    assert figure["metric"] == "readtwice_e_book_minus_sub_document_dev_f1"
+    assert set(figure["models"]) == {"e_book", "e", "e_ss"}
 
 
 @pytest.mark.slow
