@@ -45,6 +45,9 @@ _PROJECTS = """
   phab phabricator foundation wmf wikimedia incubator outreach
 """.split()
 INTERWIKI_PREFIXES: FrozenSet[str] = frozenset(_LANGUAGES + _PROJECTS) - {"wikipedia-prefix"}
+# Interlanguage prefixes: MediaWiki moves such a link (without a leading colon) to the sidebar;
+# the other interwiki prefixes (sister projects: wikt, s, q, ...) render inline.
+LANGUAGE_PREFIXES: FrozenSet[str] = frozenset(_LANGUAGES)
 
 # Characters no title may contain.
 INVALID_TITLE_CHARS = frozenset("<>[]{}|")
@@ -86,14 +89,15 @@ class Title:
 
 
 # What a link target is (:func:`parse_target`): a page title, a fragment only (``#Section``), an
-# interwiki / language link, or not a valid title.
-PAGE, FRAGMENT, INTERWIKI, INVALID = 0, 1, 2, 3
+# interwiki link to a sister project (``wikt:``), not a valid title, or a language link (``de:``).
+PAGE, FRAGMENT, INTERWIKI, INVALID, LANGUAGE = 0, 1, 2, 3, 4
 
 
 def parse_target(raw: str, namespaces: Namespaces) -> Tuple[int, Optional[Title], bool]:
   """(kind, title or None, leading colon) of a link target as written: ``kind`` is
   :data:`PAGE` (with its title, normalised as :func:`normalize_title` says), :data:`FRAGMENT`,
-  :data:`INTERWIKI` or :data:`INVALID`."""
+  :data:`INTERWIKI` (a sister project), :data:`LANGUAGE` (another language's wiki) or
+  :data:`INVALID`."""
   s = raw
   if "&" in s:
     s = html.unescape(s)
@@ -121,7 +125,7 @@ def parse_target(raw: str, namespaces: Namespaces) -> Tuple[int, Optional[Title]
       ns = key
       s = s[colon_at + 1:].strip()
     elif prefix in INTERWIKI_PREFIXES:
-      return INTERWIKI, None, colon
+      return (LANGUAGE if prefix in LANGUAGE_PREFIXES else INTERWIKI), None, colon
   if not s or not INVALID_TITLE_CHARS.isdisjoint(s):
     return INVALID, None, colon
   if namespaces.first_letter_case:

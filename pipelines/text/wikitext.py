@@ -18,8 +18,9 @@ Cleaning rules (what :func:`clean` keeps and drops):
   gives ``Section``), no Link.  A target that is not a valid title (``[[{{x}}]]``, ``[[a<b]]``)
   gives its display text, no Link.
 * File/Image/Media links (namespace 6, -2) are removed with their captions; ``[[Category:X]]`` is
-  removed and ``X`` recorded in ``categories``; interwiki/language links ``[[de:Foo]]`` are
-  removed.  With a leading colon (``[[:Category:X|y]]``, ``[[:de:Foo|x]]``, ``[[:File:F.jpg]]``)
+  removed and ``X`` recorded in ``categories``; language links ``[[de:Foo]]`` are removed (the
+  sidebar's); sister-project links (``[[wikt:anarchism|anarchism]]``, ``[[s:Text|x]]``) keep
+  their display text, no Link.  With a leading colon (``[[:Category:X|y]]``, ``[[:de:Foo|x]]``, ``[[:File:F.jpg]]``)
   and for every other namespace (``[[Wikipedia:Foo|bar]]``) the display text is kept, no Link.
   A namespace prefix is any name in the :class:`pipelines.text.wiki_titles.Namespaces` table
   (case-insensitive, ``_`` as space); for a dump the table holds its ``<siteinfo>`` names
@@ -275,7 +276,7 @@ class _Walker:
         record = [begin, len(out), title.text]
         self.links.append(record)
         return record
-    elif kind == wiki_titles.INTERWIKI and not colon:
+    elif kind == wiki_titles.LANGUAGE and not colon:
       return None
     # Text only: other namespaces, fragment-only and invalid targets, links inside anchors.
     if text is None:

@@ -103,7 +103,20 @@ def test_categories_and_namespace_links():
 def test_interwiki_links():
   page = check(clean("Berlin [[de:Berlin]] is [[:de:Berlin|big]] and [[wikt:house|houses]] "
                      "[[:wikt:house]]."))
-  assert page.text == "Berlin is big and wikt:house."
+  # A language link goes to the sidebar; a sister-project link renders its text inline.
+  assert page.text == "Berlin is big and houses wikt:house."
+  assert page.links == ()
+
+
+@pytest.mark.parametrize("link, shown", [
+    ("[[wikt:anarchism|anarchism]]", "anarchism"), ("[[wiktionary:anarchism]]", "wiktionary:anarchism"),
+    ("[[s:Constitution of Hungary#Article 39/A.|Article 39A]]", "Article 39A"),
+    ("[[wikiquote:Emma Goldman|quotes]]", "quotes"), ("[[w:Anarchy|anarchy]]", "anarchy"),
+    ("[[commons:Category:Anarchism|images]]", "images")])
+def test_sister_project_links_keep_their_text(link, shown):
+  # "The term [[wikt:anarchism|anarchism]] is a compound word" lost its word (issue 29).
+  page = check(clean(f"The term {link} is a compound word. [[fr:Anarchisme]]"))
+  assert page.text == f"The term {shown} is a compound word."
   assert page.links == ()
 
 
