@@ -31,7 +31,13 @@ Cleaning rules (what :func:`clean` keeps and drops):
   names of the templates the walk meets (lower case, ``_`` -> space, ``Template:`` or another
   namespace-10 name of the table (``Шаблон:``) dropped; for ``{{NAME:arg}}`` magic words the
   part before the colon; parser functions ``{{#if:..}}`` are not recorded) go to ``templates``,
-  also those inside dropped sections.
+  also those inside dropped sections.  Templates that render running text keep it (outside
+  dropped sections): ``{{convert|2|km|mi}}`` / ``{{cvt|..}}`` give the value and the unit as
+  written (``2 km``; ranges ``{{convert|10|to|20|km}}`` -> ``10 to 20 km``, ``10|-|20`` ->
+  ``10–20``, feet and inches ``{{convert|5|ft|6|in}}`` -> ``5 ft 6 in``; no conversion, and
+  nothing when the value is not a plain number); ``{{lang|fr|texte}}`` / ``{{transl|..}}``
+  give their text, ``{{nowrap|x}}``, ``{{nobr|x}}``, ``{{small|x}}`` and the like give ``x``
+  (links inside are links); :data:`TEXT_TEMPLATES`.
 * Tags: ``<ref>``, ``<references>``, ``<gallery>``, ``<math>``, ``<chem>``, ``<score>``,
   ``<timeline>``, ``<syntaxhighlight>``, ``<source>``, ``<imagemap>``, ``<templatedata>``,
   ``<templatestyles>``, ``<graph>``, ``<mapframe>``, ``<includeonly>``, ``<style>``, ``<script>``,
@@ -114,6 +120,32 @@ _BEHAVIOUR_SWITCH = re.compile(r"__[A-Z]+__")
 _APOSTROPHES = re.compile(r"'{2,}")
 _TRAIL = re.compile(r"[a-z]+")
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
+# Templates that show one of their positional parameters as running text: name -> its number.
+TEXT_TEMPLATES = {"lang": 2, "transl": 2, "nowrap": 1, "nobr": 1, "small": 1, "smaller": 1,
+                  "big": 1, "larger": 1, "nobold": 1, "noitalic": 1}
+_CONVERT = frozenset({"convert", "cvt"})
+_CONVERT_RANGES = frozenset({"-", "–", "to", "and", "or", "by", "x", "+/-", "to(-)", "and(-)",
+                             "or(-)", "xx", "*"})
+_NUMBER = re.compile(r"[-+−]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?(?:\+?\d+/\d+)?$",
+                     re.I)
+
+
+def _convert_text(args: List[str]) -> Optional[str]:
+  """What ``{{convert|..}}`` shows, simplified: the value(s) and the input unit as written
+  (``args``: its positional parameters, stripped); None when the first is not a number."""
+  if len(args) < 2 or not _NUMBER.match(args[0]):
+    return None
+  text, i = args[0], 1
+  while i + 1 < len(args) and args[i] in _CONVERT_RANGES and _NUMBER.match(args[i + 1]):
+    sep = args[i].replace("(-)", "")
+    text += ("–" if sep in ("-", "–") else f" {sep} ") + args[i + 1]
+    i += 2
+  if i >= len(args) or not args[i] or _NUMBER.match(args[i]):
+    return None
+  text += f" {args[i]}"
+  if i + 2 < len(args) and _NUMBER.match(args[i + 1]) and not _NUMBER.match(args[i + 2]):
+    text += f" {args[i + 1]} {args[i + 2]}"  # 5 ft 6 in
+  return text
 # Whitespace runs to rewrite: longer than one char, a single non-" " whitespace char, or a
 # single " " at either end of the text.
 _WS = re.compile(r"\s{2,}|[^\S ]|^ | \Z")
@@ -289,8 +321,21 @@ class _Walker:
 
   def template(self, node: Template) -> None:
     name = _template_name(node, self.namespaces)
-    if name:
-      self.templates.append(name)
+    if not name:
+      return None
+    self.templates.append(name)
+    if name in _CONVERT:
+      args = [_COMMENT.sub("", str(p.value)).strip() for p in node.params if not p.showkey]
+      text = _convert_text(args)
+      if text is not None:
+        self.out.append(text)
+    elif TEXT_TEMPLATES.get(name):
+      number = str(TEXT_TEMPLATES[name])
+      for p in node.params:
+        if str(p.name).strip() == number:
+          self.walk(p.value.nodes)
+          break
+    return None
 
   def tag(self, node: Tag) -> None:
     markup = node.wiki_markup

@@ -120,6 +120,26 @@ def test_sister_project_links_keep_their_text(link, shown):
   assert page.links == ()
 
 
+@pytest.mark.parametrize("markup, shown", [
+    ("{{convert|1,234|km|mi}}", "1,234 km"), ("{{convert|10|to|20|km|abbr=on}}", "10 to 20 km"),
+    ("{{cvt|10|-|20|C|F}}", "10–20 C"), ("{{convert|5|ft|6|in|m}}", "5 ft 6 in"),
+    ("{{Convert|2.5|sqmi|km2|sigfig=2}}", "2.5 sqmi"), ("{{convert|1+1/2|mi}}", "1+1/2 mi"),
+    ("{{lang|fr|ville lumière}}", "ville lumière"), ("{{transl|ar|al-Qahira}}", "al-Qahira"),
+    ("{{nowrap|New York}}", "New York"), ("{{small|(est.)}}", "(est.)")])
+def test_templates_that_render_text_keep_it(markup, shown):
+  # "At {{convert|...}}, Alabama has" read "At , Alabama has" (issue 29).
+  page = check(clean(f"At {markup}, Alabama has one of the longest."))
+  assert page.text == f"At {shown}, Alabama has one of the longest."
+
+
+def test_text_templates_keep_their_links_and_odd_converts_render_nothing():
+  page = check(clean("In {{lang|fr|[[Paris]] ville}} x {{convert|{{formatnum:12}}|km}} y "
+                     "{{convert|km}} z {{nowrap}}."))
+  assert page.text == "In Paris ville x y z ."
+  assert [(page.text[l.begin:l.end], l.target) for l in page.links] == [("Paris", "Paris")]
+  assert page.templates == ("lang", "convert", "convert", "nowrap")
+
+
 def test_invalid_target_keeps_display_text():
   page = check(clean("a [[{{PAGENAME}}|here]] b [[x<y]] c"))
   assert page.text == "a here b [[x<y]] c"  # not a link for the parser either: raw text
