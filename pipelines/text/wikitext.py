@@ -1,7 +1,8 @@
 """MediaWiki wikitext -> clean text + entity links (pure Python; ``mwparserfromhell``, no Beam/TF).
 
-:func:`clean` parses a page once (``mwparserfromhell.parse``) and produces, from one walk over the
-node tree, the clean text, every internal article link as a :class:`Link` whose character span is
+:func:`clean` removes comments, refs and wiki tables (:func:`strip_dropped_markup`, so that
+malformed markup inside them cannot swallow prose), parses the page once
+(``mwparserfromhell.parse``) and produces, from one walk over the node tree, the clean text, every internal article link as a :class:`Link` whose character span is
 exactly its anchor text, the paragraphs with their section titles, the templates and the
 categories of the page.  Link targets and namespaces follow :mod:`pipelines.text.wiki_titles`.
 
@@ -146,6 +147,49 @@ def _convert_text(args: List[str]) -> Optional[str]:
   if i + 2 < len(args) and _NUMBER.match(args[i + 1]) and not _NUMBER.match(args[i + 2]):
     text += f" {args[i + 1]} {args[i + 2]}"  # 5 ft 6 in
   return text
+
+
+_REF = re.compile(r"<ref(?:\s[^>]*?)?(?:/>|>.*?</ref\s*>)", re.I | re.S)
+_TABLE_LINE = re.compile(r"^[ \t]*(\{\||\|\})", re.M)
+
+
+def _without_tables(wikitext: str) -> str:
+  """``wikitext`` without its wiki tables: from each outermost ``{|`` at a line start to its
+  matching ``|}`` at a line start (nested tables counted); a table never closed is kept."""
+  pieces, at, depth, start = [], 0, 0, 0
+  for m in _TABLE_LINE.finditer(wikitext):
+    if m.group(1) == "{|":
+      if depth == 0:
+        start = m.start(1)
+      depth += 1
+    elif depth:
+      depth -= 1
+      if depth == 0:
+        pieces.append(wikitext[at:start])
+        at = m.end(1)
+  if not pieces:
+    return wikitext
+  pieces.append(wikitext[at:])
+  return "".join(pieces)
+
+
+def strip_dropped_markup(wikitext: str) -> str:
+  """Removes, before the parse, the markup whose contents are dropped anyway and that malformed
+  markup inside would otherwise let swallow the prose after it: HTML comments first (a
+  ``<ref>`` or table inside a comment goes with it; an unclosed comment hides the rest, as in
+  MediaWiki), then ``<ref>..</ref>`` and ``<ref/>`` (each ends at its first ``</ref>``, so an
+  unbalanced ``''`` inside cannot run on), then wiki tables by their line-start delimiters
+  (:func:`_without_tables`, so a stray quote in a table's attributes cannot hide the rest of
+  the page).  Well-formed pages clean to the same text either way."""
+  # Comments and refs become an empty comment, which the walk drops like them (an anchor that
+  # held only a ref stays a blank anchor, not a pipe trick).
+  if "<!--" in wikitext:
+    wikitext = _COMMENT.sub("<!---->", wikitext)
+  if "<ref" in wikitext or "<REF" in wikitext or "<Ref" in wikitext:
+    wikitext = _REF.sub("<!---->", wikitext)
+  if "{|" in wikitext:
+    wikitext = _without_tables(wikitext)
+  return wikitext
 # Whitespace runs to rewrite: longer than one char, a single non-" " whitespace char, or a
 # single " " at either end of the text.
 _WS = re.compile(r"\s{2,}|[^\S ]|^ | \Z")
@@ -494,7 +538,7 @@ def clean(wikitext: str, title: str = "", namespaces: Optional[Namespaces] = Non
   the module docstring).  ``title`` (the page title as written) enables self mentions."""
   namespaces = namespaces or Namespaces.default()
   walker = _Walker(namespaces)
-  walker.walk(mwparserfromhell.parse(wikitext).nodes)
+  walker.walk(mwparserfromhell.parse(strip_dropped_markup(wikitext)).nodes)
   out = walker.out
   cum = [0]
   cum.extend(itertools.accumulate(map(len, out)))

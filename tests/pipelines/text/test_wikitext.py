@@ -140,6 +140,43 @@ def test_text_templates_keep_their_links_and_odd_converts_render_nothing():
   assert page.templates == ("lang", "convert", "convert", "nowrap")
 
 
+# Malformed markup inside refs, comments and tables (issue 29): removed before the parse.
+MALFORMED = [
+    # A ref with an unbalanced '' leaked as raw "<ref>...</ref>" markup.
+    ("Angola.<ref>x ''y</ref> Its capital is [[Luanda]] and ''z''.\n\n== History ==\nIt was.",
+     "Angola. Its capital is Luanda and z.\n\nHistory\n\nIt was."),
+    ("Angola.<ref>{{cite web|title=''Angola|url=x}}</ref> Capital [[Luanda]].",
+     "Angola. Capital Luanda."),
+    # A ref inside a comment goes with the comment; a self-closing ref; REF in upper case.
+    ("Autism.<!-- old: <ref>x</ref> --> It affects [[communication]].<ref name=a/> "
+     "B.<REF NAME=\"b\">''c</REF> D.", "Autism. It affects communication. B. D."),
+    # A table with a stray quote in its attributes, rows with quotes, refs and '' inside.
+    ('Intro.\n{| class="wikitable sortable" font-size:80%;"\n|-\n! Year !! "Pop\n|-\n'
+     "| ''1900 || 63<ref>''c</ref>\n|}\n\n== Economy ==\nThe economy is [[oil]].",
+     "Intro.\n\nEconomy\n\nThe economy is oil."),
+    # Nested tables go whole; text after a table's closing line stays.
+    ("A.\n{|\n|\n{|\n| inner\n|}\n| outer\n|}\nB.", "A.\n\nB."),
+    # An unclosed comment hides the rest of the page, as in MediaWiki.
+    ("A [[b]] c. <!-- unfinished\n\nD.", "A b c."),
+]
+
+
+@pytest.mark.parametrize("markup, text", MALFORMED)
+def test_malformed_markup_in_refs_comments_and_tables_does_not_leak_or_swallow(markup, text):
+  page = check(clean(markup))
+  assert page.text == text
+  assert "<ref" not in page.text.lower() and "|" not in page.text and "{{" not in page.text
+
+
+def test_prestrip_keeps_what_it_does_not_own():
+  strip = wikitext.strip_dropped_markup
+  assert strip("no markup") == "no markup"
+  assert strip("a {| not at a line start |} b") == "a {| not at a line start |} b"
+  assert strip("x\n{|\n| never closed") == "x\n{|\n| never closed"  # the parser's job
+  assert strip("<references/> <refx>a</refx> <ref>r</ref>") == "<references/> <refx>a</refx> <!---->"
+  assert strip("a<!-- c -->b") == "a<!---->b"
+
+
 def test_invalid_target_keeps_display_text():
   page = check(clean("a [[{{PAGENAME}}|here]] b [[x<y]] c"))
   assert page.text == "a here b [[x<y]] c"  # not a link for the parser either: raw text
