@@ -36,7 +36,7 @@ float32 plus four int32 per memory), so it grows linearly with the total length 
 (CLS memories: one per segment; a 1,400-segment book at H 768 is ~4.3 MB; entity memories: one
 per mention).  :class:`BookMemoryStore` reports its size (``nbytes``).  Pass 2 at prediction
 reads the pack's table (its own memories + the external ones) in chunks of
-:data:`MEMORY_CHUNK` memories (``MemoryAttention``'s two-pass ``memory_chunk`` read), so its
+:data:`MEMORY_CHUNK` memories (``MemoryAttention``'s chunked ``memory_chunk`` read), so its
 attention scores are ``[N, heads, L, MEMORY_CHUNK]`` however long the book: what grows with the
 book is the table (``M x H``), not the scores (``N x heads x L x M`` with the one-shot read).
 Training reads the table in one shot (gradients), so its scores grow with the book's memories.

@@ -73,7 +73,7 @@ class ReadTwiceModel(keras.Model):
       ``segment_mask``, ``document_index``, ``segment_index`` int ``[N]`` (extra keys ignored).
     training: dropout switch.
     memory_chunk: inference only, None or the memories per chunk of the memory attention's
-      two-pass read (bounded memory whatever the table's length; see ``MemoryAttention``).
+      chunked read (bounded memory whatever the table's length; see ``MemoryAttention``).
 
   Returns:
     dict of ``begin_logits`` ``[N, L]``, ``end_logits`` ``[N, L]``, ``answer_type_logits``

@@ -138,13 +138,13 @@ class MemoryAttention(keras.layers.Layer):
       probabilities over ``C`` plus the no-op sum to 1 per token.  For analysis (which
       memories a token reads), not for training.
 
-    memory_chunk: optional int (inference only): read the memories in chunks of this many, in
-      two passes over the table (the best scores -- the top ``top_k``, or the softmax maximum
-      and denominator -- then the weighted read), so the scores never exceed
-      ``[N, heads, L, memory_chunk]`` whatever the table's length ``M``: the bounded-memory
-      path of whole-book memory (:mod:`model.book_memory`).  Same result as the one-shot
-      path up to float summation order (kept memories, ties and no-op included); the scores
-      are computed twice.  Not with ``training`` or ``return_attention``; ignored with
+    memory_chunk: optional int (inference only): read the memories in chunks of this many
+      (without ``top_k`` one pass with an online softmax; with ``top_k`` two passes: the best
+      k scores, then the weighted read, the scores computed twice), so the scores never
+      exceed ``[N, heads, L, memory_chunk]`` whatever the table's length ``M``: the
+      bounded-memory path of whole-book memory (:mod:`model.book_memory`).  Same result as
+      the one-shot path up to float summation order (kept memories, ties and no-op
+      included).  Not with ``training`` or ``return_attention``; ignored with
       ``memory_window`` (already bounded).
 
   Returns:
