@@ -73,6 +73,7 @@ def make_step(config, features, jit: bool, bf16: bool):
   if bf16:
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
   model = readtwice.ReadTwiceModel(config)
+  model.sparse_memory_queries = not jit  # as the trainer: mention tokens only unless XLA
   model(features, training=False)
   optimizer = keras.optimizers.AdamW(1e-4)
   optimizer.build(model.trainable_variables)

@@ -67,7 +67,8 @@ def _forward_fn(model: readtwice.ReadTwiceModel, memory_chunk: Optional[int] = N
 
     @tf.function(reduce_retracing=True)
     def forward(inputs):
-      out = model_ref()(inputs, training=False, memory_chunk=memory_chunk)
+      out = model_ref()(inputs, training=False, memory_chunk=memory_chunk,
+                        sparse_queries=True)  # not XLA-compiled: mention tokens only
       return {k: out[k] for k in _OUTPUT_KEYS}
 
     forwards[memory_chunk] = forward

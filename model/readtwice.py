@@ -74,6 +74,9 @@ class ReadTwiceModel(keras.Model):
     training: dropout switch.
     memory_chunk: inference only, None or the memories per chunk of the memory attention's
       chunked read (bounded memory whatever the table's length; see ``MemoryAttention``).
+    sparse_queries: None (the model's ``sparse_memory_queries``) or a bool: with
+      ``memory_application="entity"``, the memory attention computed for the mention tokens
+      only (same numbers; dynamic shapes: not inside XLA).
 
   Returns:
     dict of ``begin_logits`` ``[N, L]``, ``end_logits`` ``[N, L]``, ``answer_type_logits``
@@ -85,6 +88,10 @@ class ReadTwiceModel(keras.Model):
     if isinstance(config, dict):
       config = ModelConfig.from_dict(config)
     self.config = config
+    # With memory_application="entity": compute the memory attention for the mention tokens
+    # only (MemoryAttention's sparse_queries; dynamic shapes, so off by default: the trainer
+    # turns it on when the step is not XLA-compiled, model.predict always).
+    self.sparse_memory_queries = False
     c = config
     # A new initializer per weight: one shared instance would give identical values (the
     # position table would equal the first rows of the token table; see model.layers.initializers).
@@ -128,10 +135,10 @@ class ReadTwiceModel(keras.Model):
                             layer_norm_epsilon=c.layer_norm_epsilon,
                             initializer_range=c.initializer_range, name="mlm_head")
 
-  def call(self, inputs, training=False, memory_chunk=None):
+  def call(self, inputs, training=False, memory_chunk=None, sparse_queries=None):
     x, local = self.first_pass(inputs, training=training)
     return self.second_pass(inputs, x, local, memory_table(local, inputs), training=training,
-                            memory_chunk=memory_chunk)
+                            memory_chunk=memory_chunk, sparse_queries=sparse_queries)
 
   # The call in two halves around the one collective (the memory all-gather), so that a
   # strategy whose collectives cannot sit inside XLA (MirroredStrategy: they go through
@@ -160,18 +167,21 @@ class ReadTwiceModel(keras.Model):
                "position": tf.gather(tf.cast(inputs["segment_index"], tf.int32), owner),
                "mask": mask, "entity_id": tf.cast(ex["entity_id"], tf.int32)}
 
-  def second_pass(self, inputs, x, local, table, training=False, memory_chunk=None):
+  def second_pass(self, inputs, x, local, table, training=False, memory_chunk=None,
+                  sparse_queries=None):
     """Memory attention over ``table`` (:func:`gather_memories` of every replica's
     ``local``), BERT_2 and the heads: the output dict (see the class docstring).
     ``memory_chunk`` (inference): read the table in chunks of that many memories
-    (``MemoryAttention``'s bounded-memory path, for a whole book's table)."""
+    (``MemoryAttention``'s bounded-memory path, for a whole book's table); ``sparse_queries``
+    (None: ``self.sparse_memory_queries``): the memory attention on the reading tokens only."""
     input_mask = tf.cast(inputs["input_mask"], tf.int32)
     token_kind = tf.cast(inputs["token_kind"], tf.int32)
     extra = {}
     if self.config.use_memory:
       token_mask, (x, noop) = self._read_memories(inputs, x, table, training,
                                                   return_noop_probability=True,
-                                                  memory_chunk=memory_chunk)
+                                                  memory_chunk=memory_chunk,
+                                                  sparse_queries=sparse_queries)
       x = self.second_read(x, attention_mask=input_mask, training=training)
       # The coreference logits m_i . m_j: identity-initialised memories are token-state sized
       # (norm ~ sqrt(H)), so their table is scaled by H^-1/4 (logits / sqrt(H)) to start where
@@ -208,6 +218,8 @@ class ReadTwiceModel(keras.Model):
     token_mask = None
     if self.config.memory_application == "entity":
       token_mask = mention_token_mask(inputs, tf.shape(x)[0], tf.shape(x)[1])
+      if returns.get("sparse_queries") is None and not returns.get("return_attention"):
+        returns["sparse_queries"] = self.sparse_memory_queries
     return token_mask, self.memory_attention(
         x, table["memories"], query_document=tf.cast(inputs["document_index"], tf.int32),
         memory_document=table["document"],

@@ -198,6 +198,10 @@ class Trainer:
     r = self.strategy.num_replicas_in_sync
     with self.strategy.scope():
       self.model = readtwice.build_model(self.mc, self.seq_length, self.segments_per_pack // r)
+      # Entity-only memory reads on the mention tokens alone, unless the step is compiled by
+      # XLA (jit_compile or a TPU), which needs static shapes.
+      self.model.sparse_memory_queries = not (
+          self.tc.jit_compile or isinstance(self.strategy, tf.distribute.TPUStrategy))
       self.optimizer = optimization.make_optimizer(self.tc, self.model.trainable_variables)
       self.optimizer.build(self.model.trainable_variables)
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")

@@ -146,6 +146,10 @@ class MemoryAttention(keras.layers.Layer):
       the one-shot path up to float summation order (kept memories, ties and no-op
       included).  Not with ``training`` or ``return_attention``; ignored with
       ``memory_window`` (already bounded).
+    sparse_queries: with ``query_token_mask``, compute the attention for the reading tokens
+      only (gathered with ``tf.where``: dynamic shapes, so not inside XLA / on TPUs); the same
+      result, at the cost of the reading tokens instead of all ``N x L``.  The no-op
+      probability of the other tokens is then 0.
 
   Returns:
     float ``[N, L, H]``; with ``return_noop_probability`` ``(that, noop float [N, L])``; with
@@ -260,7 +264,12 @@ class MemoryAttention(keras.layers.Layer):
 
   def call(self, hidden, memories, query_document, memory_document, query_position,
            memory_position, memory_mask, training=False, query_token_mask=None,
-           return_noop_probability=False, return_attention=False, memory_chunk=None):
+           return_noop_probability=False, return_attention=False, memory_chunk=None,
+           sparse_queries=False):
+    if sparse_queries and query_token_mask is not None and not return_attention:
+      return self._sparse_call(hidden, memories, query_document, memory_document,
+                               query_position, memory_position, memory_mask, training,
+                               query_token_mask, return_noop_probability, memory_chunk)
     n, l = _dim(hidden, 0), _dim(hidden, 1)
     m = _dim(memories, 0)
     nh, hs = self.num_heads, self.head_size
@@ -331,6 +340,29 @@ class MemoryAttention(keras.layers.Layer):
                       "memory_index": tf.cast(index, tf.int32)}
     return self._finish(hidden, out, probs[..., -1], training, query_token_mask,
                         return_noop_probability, noop_probs)
+
+  def _sparse_call(self, hidden, memories, query_document, memory_document, query_position,
+                   memory_position, memory_mask, training, query_token_mask,
+                   return_noop_probability, memory_chunk):
+    """``sparse_queries``: the layer on the reading tokens only.  Each token with
+    ``query_token_mask`` 1 becomes a one-token segment of its segment's document and position
+    (``tf.where``: a dynamic count, so not under XLA), the layer runs on those ``[T, 1, H]``,
+    and the results are scattered back; the other tokens are returned unchanged (the dense
+    path's ``query_token_mask`` rule) with a no-op probability of 0 (they read nothing).  Same
+    output as the dense path, with ``T / (N L)`` of its memory-attention work."""
+    where = tf.where(tf.cast(query_token_mask, tf.bool))  # [T, 2]: (segment, token)
+    segment = where[:, 0]
+    tokens = tf.gather_nd(hidden, where)[:, None, :]  # [T, 1, H]
+    out = self.call(tokens, memories, tf.gather(query_document, segment), memory_document,
+                    tf.gather(query_position, segment), memory_position, memory_mask,
+                    training=training, return_noop_probability=return_noop_probability,
+                    memory_chunk=memory_chunk)
+    read, noop = out if return_noop_probability else (out, None)
+    result = tf.tensor_scatter_nd_update(hidden, where, read[:, 0])
+    if not return_noop_probability:
+      return result
+    shape = tf.shape(query_token_mask)
+    return result, tf.scatter_nd(where, noop[:, 0], tf.cast(shape, where.dtype))
 
   def _finish(self, hidden, read, noop_probs, training, query_token_mask,
               return_noop_probability, noop_probs_before_dropout=None):
