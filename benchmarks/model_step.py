@@ -2,7 +2,7 @@ r"""Train-step time of ReadTwice(E) against the plain encoder baseline at the sa
 
   python -m benchmarks.model_step [--hidden 256 --heads 4 --layers_first 4 --layers_second 2]
       [--segments 32 --seq_length 512 --mentions_per_segment 16] [--baseline_layers 4]
-      [--pairs 5 --steps 3] [--jit_compile] [--bf16] [--small]
+      [--pairs 5 --steps 3] [--jit_compile] [--dense_queries] [--bf16] [--small]
 
 Both models are built from the paper's presets (``readtwice_e`` and ``roberta_base``) resized
 to the flags; the baseline is the same encoder without memory and without BERT_2
@@ -27,7 +27,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-TARGET = 1.3
+TARGET = 1.2  # at the paper's 12 + 2 layers (issue 29; the floor is BERT_2's two layers)
 
 
 def synthetic_pack(n: int, l: int, mentions_per_segment: int, max_memories: int, seed: int = 0):
@@ -66,14 +66,15 @@ def synthetic_pack(n: int, l: int, mentions_per_segment: int, max_memories: int,
   return {k: tf.constant(v) for k, v in features.items()}
 
 
-def make_step(config, features, jit: bool, bf16: bool):
+def make_step(config, features, jit: bool, bf16: bool, dense_queries: bool = False):
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from model import losses, readtwice  # pylint: disable=g-import-not-at-top
   if bf16:
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
   model = readtwice.ReadTwiceModel(config)
-  model.sparse_memory_queries = not jit  # as the trainer: mention tokens only unless XLA
+  # As the trainer: memory attention on the mention tokens only, unless XLA compiles the step.
+  model.sparse_memory_queries = not (jit or dense_queries)
   model(features, training=False)
   optimizer = keras.optimizers.AdamW(1e-4)
   optimizer.build(model.trainable_variables)
@@ -107,6 +108,9 @@ def main() -> None:
                   help="score only each document's memories, in windows of this size "
                        "(default: dense; the synthetic documents have 8 x --mentions_per_segment)")
   ap.add_argument("--jit_compile", action="store_true")
+  ap.add_argument("--dense_queries", action="store_true",
+                  help="memory attention over every token, mention or not (as under XLA, and "
+                       "as before sparse queries)")
   ap.add_argument("--bf16", action="store_true")
   ap.add_argument("--small", action="store_true", help="a tiny shape, for tests")
   args = ap.parse_args()
@@ -128,7 +132,7 @@ def main() -> None:
   steps = {}
   params = {}
   for name, cfg in (("readtwice_e", rt), ("baseline", base)):
-    model, step = make_step(cfg, features, args.jit_compile, args.bf16)
+    model, step = make_step(cfg, features, args.jit_compile, args.bf16, args.dense_queries)
     t0 = time.perf_counter()
     step(features).numpy()  # warm-up: tracing and compilation
     print(f"{name}: {model.count_params():,} parameters; first step (with compilation) "
@@ -160,7 +164,7 @@ def main() -> None:
                     "layers": [args.layers_first, args.layers_second],
                     "baseline_layers": args.baseline_layers or args.layers_first,
                     "memory_top_k": rt.memory_top_k, "memory_window": rt.memory_window,
-                    "jit_compile": args.jit_compile,
+                    "jit_compile": args.jit_compile, "dense_queries": args.dense_queries,
                     "bf16": args.bf16}))
 
 
