@@ -213,9 +213,11 @@ def test_predict_with_model_reuses_one_trace(dirs):
   local, ram, model = dirs
   records_dir = os.path.join(ram, "records")
   first = predict.predict_with_model(model, records_dir, task="hotpotqa")
-  forward = predict._FORWARDS[model]  # pylint: disable=protected-access
+  # One traced forward per memory_chunk (None: the sub-document scope's one-shot read).
+  forward = predict._FORWARDS[model][None]  # pylint: disable=protected-access
   second = predict.predict_with_model(model, records_dir, reduction="sum")
-  assert predict._FORWARDS[model] is forward  # pylint: disable=protected-access
+  assert predict._FORWARDS[model][None] is forward  # pylint: disable=protected-access
+  assert list(predict._FORWARDS[model]) == [None]  # pylint: disable=protected-access
   assert forward.experimental_get_tracing_count() == 1
   assert sorted(first["answer"]) == sorted(second["answer"]) == [
       f"q{k}_{d}" for k in range(2) for d in range(2)]
