@@ -58,6 +58,11 @@ def new_parser(prog: str, description: str, example: str) -> schema_cli.Parser:
   bool_flag(io, "overwrite", False,
             "replace the output of an earlier run in --output_dir (otherwise refused); "
             "--nooverwrite")
+  io.add_argument("--json_split_mb", type=float, default=d.json_split_bytes / 2 ** 20,
+                  help="JSON inputs (a list, a {\"Data\": [...]} object, JSON lines) of at "
+                       "least twice this many MiB are read in byte ranges of about this size "
+                       "by all workers, with the records of a whole-file read; compressed "
+                       "files are read whole; 0: every file whole (default: %(default)g)")
   bool_flag(io, "wait", True,
             "wait for the job and print its summary; --nowait submits it to a remote runner "
             "(Dataflow) and exits, as a Flex Template launch must (the job still writes "
@@ -201,6 +206,13 @@ def parse(parser: argparse.ArgumentParser,
   return args, split_beam_args(parser, unknown)
 
 
+def _mib(parser: argparse.ArgumentParser, name: str, value: float) -> int:
+  """``value`` MiB in bytes; a negative or non-finite value is a usage error."""
+  if not value >= 0 or value == float("inf"):
+    parser.error(f"--{name} must be a number of MiB >= 0, got {value!r}")
+  return int(value * 2 ** 20)
+
+
 def records_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RecordsConfig:
   """The RecordsConfig of the flags; an invalid value or combination is a usage error."""
   try:
@@ -213,7 +225,8 @@ def records_config(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         segments_per_shard=args.segments_per_shard,
         deduplicate=args.deduplicate, batch_size=args.batch_size,
         compression=args.compression, max_error_fraction=args.max_error_fraction,
-        allow_empty=getattr(args, "allow_empty", False))
+        allow_empty=getattr(args, "allow_empty", False),
+        json_split_bytes=_mib(parser, "json_split_mb", args.json_split_mb))
   except ValueError as e:
     parser.error(str(e))
     raise  # unreachable: parser.error exits

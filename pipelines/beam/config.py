@@ -6,6 +6,7 @@ import dataclasses
 from typing import Any, Dict
 
 from schemas import tfrecord_io
+from pipelines.sources.json_ranges import DEFAULT_SPLIT_BYTES
 from pipelines.text.segmenter import SegmenterConfig
 from pipelines.text.tokenizer import TokenizerSpec
 
@@ -31,12 +32,17 @@ class RecordsConfig:
   max_error_fraction: float = 1.0
   # A run that writes no document fails (no COMPLETED) unless this is set (--allow_empty).
   allow_empty: bool = False
+  # JSON inputs of at least twice this many bytes are read in byte ranges of about this size by
+  # all workers (--json_split_mb; 0: every file whole).  It does not change the records, so the
+  # manifest's config does not record it.
+  json_split_bytes: int = DEFAULT_SPLIT_BYTES
 
   def __post_init__(self):
     _at_least("segments_per_pack", self.segments_per_pack, 1)
     _at_least("num_shards", self.num_shards, 0, " (0 derives it from the segment count)")
     _at_least("segments_per_shard", self.segments_per_shard, 1)
     _at_least("batch_size", self.batch_size, 1)
+    _at_least("json_split_mb", self.json_split_bytes, 0, " (in bytes; 0 reads every file whole)")
     if self.compression not in tfrecord_io.COMPRESSIONS:
       raise ValueError(f"--compression must be 'none' or 'gzip', got {self.compression!r}")
     f = self.max_error_fraction

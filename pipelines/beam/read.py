@@ -19,9 +19,17 @@ A dead letter whose region may have held any number of records (a truncated file
 several item-like starts, text outside the list) is *uncertain* (``read/uncertain_regions``):
 the manifest's input count is then not exact.
 
-Outputs: ``records`` (main), ``dead_letter``, ``input_count`` (one int per file) and ``stats``
-(one dict of ``read/...`` counters per file, :data:`STAT_KEYS`).  Per file, ``input_count``
-equals records plus dead letters.
+Large files are read in byte ranges by all workers (:mod:`pipelines.sources.json_ranges`): a
+planning step reads each uncompressed file of at least twice ``split_bytes`` once, on one
+worker, for the item boundaries and reader state every ``split_bytes``; the ranges are
+reshuffled, and each is read (parsed, and everything fused after the read: parsing into
+Documents, tokenising, ...) where it lands.  The records, dead letters and source ids are those
+of a whole-file read.  Compressed and smaller files are one range (read whole).
+
+Outputs: ``records`` (main), ``dead_letter``, ``input_count`` (one int per range) and ``stats``
+(one dict of ``read/...`` counters per range, :data:`STAT_KEYS`; ``read/files`` counts a file
+once, ``read/splits`` the ranges of a file read in more than one).  Per file, the sum of
+``input_count`` equals records plus dead letters.
 """
 
 from __future__ import annotations
@@ -34,10 +42,11 @@ from apache_beam.metrics import Metrics
 
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.progress import Progress
-from pipelines.sources.byte_stream import ByteSource, file_size
+from pipelines.sources.byte_stream import ByteSource, file_size, is_compressed
 from pipelines.sources.json_events import (DEFAULT_CHUNK_SIZE, DEFAULT_MAX_ITEM_CHARS, Event,
                                            Item, Repaired, Unreadable)
-from pipelines.sources.json_items import read_json_stream, replace_lone_surrogates
+from pipelines.sources.json_items import replace_lone_surrogates
+from pipelines.sources.json_ranges import DEFAULT_SPLIT_BYTES, JsonRange, plan_ranges, read_range
 
 INPUT_COUNT = "input_count"
 STATS = "stats"
@@ -89,8 +98,48 @@ def _expand_item(expand: Expander, source_id: str, value: Any) -> List[Tuple[str
   return out or [(source_id, value)]
 
 
-class _ReadJsonFileFn(beam.DoFn):
-  """One path -> its records; dead letters, the input count and ``read/...`` stats per file."""
+class _PlanRangesFn(beam.DoFn):
+  """One path -> its :class:`~pipelines.sources.json_ranges.JsonRange` s (one, the whole file,
+  unless it is an uncompressed file of at least twice ``split_bytes``)."""
+
+  def __init__(self, split_bytes: int = DEFAULT_SPLIT_BYTES,
+               chunk_size: int = DEFAULT_CHUNK_SIZE,
+               max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, progress_every_s: float = 10.0,
+               list_key: Optional[str] = None):
+    super().__init__()
+    self._split_bytes = split_bytes
+    self._chunk_size = chunk_size
+    self._max_item_chars = max_item_chars
+    self._progress_every_s = progress_every_s
+    self._list_key = list_key
+
+  def splittable(self, path: str) -> bool:
+    """Whether ``path`` is worth planning (readers of other kinds of file say no)."""
+    if self._split_bytes <= 0 or is_compressed(path):
+      return False
+    size = file_size(path)
+    return size is not None and size >= 2 * self._split_bytes
+
+  def process(self, path: str):
+    if not self.splittable(path):
+      yield JsonRange(path)
+      return
+    progress = Progress("read", every_s=self._progress_every_s)
+    size = file_size(path)
+    source = ByteSource(path, self._chunk_size, lambda: progress.update(
+        0, lambda _n, elapsed: f"{path}: planning ranges, {100.0 * source.bytes / size:.1f}%"))
+    with source:
+      ranges = plan_ranges(source, path, self._split_bytes, self._chunk_size,
+                           self._max_item_chars, self._list_key)
+    progress.done(lambda _n, elapsed: (
+        f"{path}: {len(ranges):,} range(s) of ~{self._split_bytes / 1e6:,.1f} MB planned in "
+        f"{elapsed:,.1f} s ({source.bytes / 1e6 / max(elapsed, 1e-9):,.0f} MB/s)"))
+    yield from ranges
+
+
+class _ReadJsonRangeFn(beam.DoFn):
+  """One range of a file -> its records; dead letters, the input count and ``read/...`` stats
+  per range."""
 
   def __init__(self, chunk_size: int = DEFAULT_CHUNK_SIZE,
                max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, progress_every_s: float = 10.0,
@@ -107,18 +156,22 @@ class _ReadJsonFileFn(beam.DoFn):
     self._counters = {k: Metrics.counter(_NAMESPACE, k.split("/", 1)[1]) for k in self._keys}
     self._dead = Metrics.counter(_NAMESPACE, "dead_letters")
 
-  def process(self, path: str):
+  def process(self, rng: JsonRange):
+    path = rng.path
     stats = dict.fromkeys(self._keys, 0)
-    stats["read/files"] = 1
+    stats["read/files"] = int(rng.number == 0)
+    if rng.count > 1 and rng.number == 0:
+      stats["read/splits"] = rng.count
+    name = path if rng.count == 1 else f"{path} [range {rng.number + 1}/{rng.count}]"
     size = file_size(path)
     start = time.monotonic()
     progress = Progress("read", every_s=self._progress_every_s)
     dead = 0
     source = ByteSource(path, self._chunk_size, lambda: progress.update(
-        0, lambda _n, elapsed: _progress_line(path, size, source, stats, elapsed)))
+        0, lambda _n, elapsed: _progress_line(name, size, source, stats, elapsed)),
+                        start=rng.start_byte)
     with source:
-      events = read_json_stream(source, path, self._chunk_size, self._max_item_chars,
-                                self._list_key)
+      events = read_range(source, rng, self._chunk_size, self._max_item_chars, self._list_key)
       for event in _with_source_error(events, source, path):
         if isinstance(event, Item):
           value = event.value
@@ -141,19 +194,20 @@ class _ReadJsonFileFn(beam.DoFn):
           stats["read/uncertain_regions"] += int(event.uncertain)
           yield beam.pvalue.TaggedOutput(
               DEAD_LETTER, dead_letter("read", event.reason, event.source_id, event.detail))
-    stats["read/bytes"] = source.bytes
+    stats["read/bytes"] = (source.bytes if rng.last
+                           else rng.stop_byte - rng.start_byte)  # the range's own bytes
     for key, counter in self._counters.items():
       if stats[key]:
         counter.inc(stats[key])
     self._dead.inc(dead)
     progress.done(lambda _n, _e: (
-        f"{path}: {stats['read/records']:,} records, {dead:,} dead letters, "
-        f"{source.bytes / 1e6:,.1f} MB in {time.monotonic() - start:,.1f} s"))
+        f"{name}: {stats['read/records']:,} records, {dead:,} dead letters, "
+        f"{stats['read/bytes'] / 1e6:,.1f} MB in {time.monotonic() - start:,.1f} s"))
     yield beam.pvalue.TaggedOutput(INPUT_COUNT, stats["read/records"] + dead)
     yield beam.pvalue.TaggedOutput(STATS, stats)
 
 
-def _progress_line(path: str, size: Optional[int], source: ByteSource, stats: dict,
+def _progress_line(name: str, size: Optional[int], source: ByteSource, stats: dict,
                    elapsed: float) -> str:
   """``<path> <percent of the stored bytes>% (<n> records, <MB/s>)``; MB instead of a percent
   where the position in the stored (compressed) file is unknown."""
@@ -161,7 +215,7 @@ def _progress_line(path: str, size: Optional[int], source: ByteSource, stats: di
   pos = source.position()
   where = (f"{100.0 * pos / size:.1f}%" if size and pos is not None
            else f"{source.bytes / 1e6:,.1f} MB")
-  return f"{path} {where} ({stats['read/records']:,} records, {rate:,.1f} MB/s)"
+  return f"{name} {where} ({stats['read/records']:,} records, {rate:,.1f} MB/s)"
 
 
 class ReadJsonRecords(beam.PTransform):
@@ -172,17 +226,30 @@ class ReadJsonRecords(beam.PTransform):
   ``chunk_size`` (bytes per read) and ``max_item_chars`` (largest item / line buffered) bound
   the memory of the read.  ``list_key``: a file that is one JSON object holds its records as
   the list under this key (e.g. ``"Data"``, TriviaQA); ``expand``: splits each item into the
-  records it stands for (both: see the module docstring).
+  records it stands for (both: see the module docstring).  ``split_bytes``: the nominal size of
+  the byte ranges a large file is read in (0: every file whole).
   """
 
   def __init__(self, paths: List[str], chunk_size: int = DEFAULT_CHUNK_SIZE,
                max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, progress_every_s: float = 10.0,
-               list_key: Optional[str] = None, expand: Optional[Expander] = None):
+               list_key: Optional[str] = None, expand: Optional[Expander] = None,
+               split_bytes: int = DEFAULT_SPLIT_BYTES):
     super().__init__()
     self._paths = paths
-    self._fn = _ReadJsonFileFn(chunk_size, max_item_chars, progress_every_s, list_key, expand)
+    self._plan = _PlanRangesFn(split_bytes, chunk_size, max_item_chars, progress_every_s,
+                               list_key)
+    self._fn = _ReadJsonRangeFn(chunk_size, max_item_chars, progress_every_s, list_key, expand)
 
   def expand(self, pbegin: beam.pvalue.PBegin) -> beam.pvalue.DoOutputsTuple:
-    return (pbegin | "Paths" >> beam.Create(self._paths)
-            | "Read" >> beam.ParDo(self._fn).with_outputs(
-                DEAD_LETTER, INPUT_COUNT, STATS, main=RECORDS))
+    return read_ranges(pbegin, self._paths, self._plan, self._fn)
+
+
+def read_ranges(pbegin: beam.pvalue.PBegin, paths: List[str], plan: beam.DoFn,
+                read: beam.DoFn) -> beam.pvalue.DoOutputsTuple:
+  """Paths -> ranges (``plan``), spread over the workers -> records (``read``, with the
+  outputs of :class:`ReadJsonRecords`)."""
+  return (pbegin | "Paths" >> beam.Create(paths)
+          | "PlanRanges" >> beam.ParDo(plan)
+          | "SpreadRanges" >> beam.Reshuffle()
+          | "Read" >> beam.ParDo(read).with_outputs(
+              DEAD_LETTER, INPUT_COUNT, STATS, main=RECORDS))

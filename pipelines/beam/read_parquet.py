@@ -30,6 +30,7 @@ from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.progress import Progress
 from pipelines.sources.byte_stream import file_size
 from pipelines.sources.json_events import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_ITEM_CHARS
+from pipelines.sources.json_ranges import DEFAULT_SPLIT_BYTES, JsonRange
 from pipelines.sources.parquet_rows import (DEFAULT_BATCH_SIZE, ParquetError, is_parquet,
                                             iter_rows)
 
@@ -45,18 +46,28 @@ class HubSchema:
   columns: Optional[Tuple[str, ...]] = None
 
 
-class _ReadSourceFileFn(read._ReadJsonFileFn):  # pylint: disable=protected-access
-  """One path, JSON or Parquet -> its records; the outputs of the JSON reader's DoFn."""
+class _PlanSourceRangesFn(read._PlanRangesFn):  # pylint: disable=protected-access
+  """A path -> its ranges: a Parquet file is one (read whole), a JSON file as
+  :class:`pipelines.beam.read.ReadJsonRecords` plans it."""
+
+  def splittable(self, path: str) -> bool:
+    return super().splittable(path) and not is_parquet(path)
+
+
+class _ReadSourceRangeFn(read._ReadJsonRangeFn):  # pylint: disable=protected-access
+  """One range of a JSON file, or a whole Parquet file -> its records; the outputs of the JSON
+  reader's DoFn."""
 
   def __init__(self, hub: HubSchema, batch_size: int = DEFAULT_BATCH_SIZE, **json_kwargs):
     super().__init__(**json_kwargs)
     self._hub = hub
     self._batch_size = batch_size
 
-  def process(self, path: str):
-    if not is_parquet(path):
-      yield from super().process(path)
+  def process(self, rng: JsonRange):
+    if not is_parquet(rng.path):
+      yield from super().process(rng)
       return
+    path = rng.path
     stats = dict.fromkeys(self._keys, 0)
     stats["read/files"] = 1
     stats["read/bytes"] = file_size(path) or 0
@@ -109,18 +120,18 @@ class ReadRecords(beam.PTransform):
   def __init__(self, paths: List[str], hub: HubSchema, chunk_size: int = DEFAULT_CHUNK_SIZE,
                max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, progress_every_s: float = 10.0,
                list_key: Optional[str] = None, expand: Optional[read.Expander] = None,
-               batch_size: int = DEFAULT_BATCH_SIZE):
+               batch_size: int = DEFAULT_BATCH_SIZE, split_bytes: int = DEFAULT_SPLIT_BYTES):
     super().__init__()
     self._paths = paths
-    self._fn = _ReadSourceFileFn(hub, batch_size, chunk_size=chunk_size,
-                                 max_item_chars=max_item_chars,
-                                 progress_every_s=progress_every_s, list_key=list_key,
-                                 expand=expand)
+    self._plan = _PlanSourceRangesFn(split_bytes, chunk_size, max_item_chars, progress_every_s,
+                                     list_key)
+    self._fn = _ReadSourceRangeFn(hub, batch_size, chunk_size=chunk_size,
+                                  max_item_chars=max_item_chars,
+                                  progress_every_s=progress_every_s, list_key=list_key,
+                                  expand=expand)
 
   def expand(self, pbegin: beam.pvalue.PBegin) -> beam.pvalue.DoOutputsTuple:
-    return (pbegin | "Paths" >> beam.Create(self._paths)
-            | "Read" >> beam.ParDo(self._fn).with_outputs(
-                DEAD_LETTER, read.INPUT_COUNT, read.STATS, main=read.RECORDS))
+    return read.read_ranges(pbegin, self._paths, self._plan, self._fn)
 
 
 def all_parquet(paths: Sequence[str]) -> bool:

@@ -31,6 +31,12 @@ def open_file(path: str, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Tuple[Any, Opt
   return CompressedFile(raw, compression_type=compression, read_size=chunk_size), raw
 
 
+def is_compressed(path: str) -> bool:
+  """Whether ``path`` is read decompressed (by its extension), hence cannot be read from a byte
+  offset."""
+  return CompressionTypes.detect_compression_type(path) != CompressionTypes.UNCOMPRESSED
+
+
 def is_decompression_error(e: Exception) -> bool:
   """Whether ``e``, raised reading a compressed file, means the file's data is damaged (not that
   the storage failed)."""
@@ -75,12 +81,14 @@ class ByteSource:
   Iterating opens the file and yields its chunks of ``chunk_size`` bytes; iterating again opens
   it anew (``bytes`` and ``error`` then describe the new read).  A compressed file that is
   damaged or truncated ends early and sets ``error``; read errors of the storage itself are
-  raised.  ``on_chunk`` is called after each chunk (progress).  Close it (or use ``with``).
+  raised.  ``on_chunk`` is called after each chunk (progress).  ``start``: the first byte read
+  (an uncompressed file only; ``bytes`` counts from there).  Close it (or use ``with``).
   """
 
   def __init__(self, path: str, chunk_size: int = DEFAULT_CHUNK_SIZE,
-               on_chunk: Optional[Callable[[], None]] = None):
+               on_chunk: Optional[Callable[[], None]] = None, start: int = 0):
     self._path = path
+    self._start = start
     self._chunk_size = chunk_size
     self._on_chunk = on_chunk
     self._file = None
@@ -92,6 +100,11 @@ class ByteSource:
     self.close()
     self.bytes, self.error = 0, None
     self._file, self._stored = open_file(self._path, self._chunk_size)
+    if self._start:
+      if self._stored is not None:
+        raise ValueError(f"{self._path}: a compressed file cannot be read from byte "
+                         f"{self._start}")
+      self._file.seek(self._start)
     return self._chunks(self._file, self._stored)
 
   def _chunks(self, f, stored) -> Iterator[bytes]:
@@ -117,7 +130,7 @@ class ByteSource:
   def position(self) -> Optional[int]:
     """Bytes of the stored file consumed so far (None if unknown)."""
     if self._stored is None:
-      return self.bytes
+      return self._start + self.bytes
     try:
       return self._stored.tell()
     except Exception:  # pylint: disable=broad-except

@@ -139,11 +139,15 @@ def _split_head(chunks: Iterator[bytes]) -> Tuple[bytes, int, int, int]:
 
 def read_json_stream(chunks: Iterable[bytes], path: str, chunk_size: int = DEFAULT_CHUNK_SIZE,
                      max_item_chars: int = DEFAULT_MAX_ITEM_CHARS,
-                     list_key: Optional[str] = None) -> Iterator[Event]:
+                     list_key: Optional[str] = None, stop_byte: Optional[int] = None,
+                     checkpoints: Optional[list] = None,
+                     checkpoint_every: int = 0) -> Iterator[Event]:
   """The records and unreadable items of one file given as byte chunks, read once.
 
   ``list_key``: a file starting with ``{`` is an object whose ``list_key`` holds the records
-  (see the module docstring)."""
+  (see the module docstring).  ``stop_byte``, ``checkpoints`` and ``checkpoint_every``: read
+  only the first range of the file, or plan its ranges (:mod:`pipelines.sources.json_ranges`);
+  a file that is neither a list nor JSON lines leaves no checkpoint."""
   stream = iter(chunks)
   head, bom, blanks, newlines = _split_head(stream)
   body = head.lstrip(WS_BYTES)
@@ -153,8 +157,10 @@ def read_json_stream(chunks: Iterable[bytes], path: str, chunk_size: int = DEFAU
   rest = itertools.chain([head] if head else [], stream)
   if body.startswith(b"[") or (list_key is not None and body.startswith(b"{")):
     return iter(JsonListReader(rest, path, chunk_size, max_item_chars, bom + blanks, blanks,
-                               list_key))
-  return read_lines(rest, path, max_item_chars, bom + blanks, newlines)
+                               list_key, stop_byte=stop_byte, checkpoints=checkpoints,
+                               checkpoint_every=checkpoint_every))
+  return read_lines(rest, path, max_item_chars, bom + blanks, newlines, stop_byte=stop_byte,
+                    checkpoints=checkpoints, checkpoint_every=checkpoint_every)
 
 
 def iter_json_list(text: str, chunk_size: int = DEFAULT_CHUNK_SIZE) -> Iterator[Any]:

@@ -11,7 +11,7 @@ whole file, source id ``path``) from one with a few bad lines: see :func:`read_l
 from __future__ import annotations
 
 import json
-from typing import Iterable, Iterator, List, Optional, Tuple
+from typing import Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from pipelines.sources.json_events import (SNIPPET, SURROGATE_ESCAPE, WS_BYTES, Event, Item,
                                            Unreadable, byte_len, whole_file)
@@ -83,8 +83,18 @@ def _line_event(path: str, lineno: int, offset: int, line: Optional[bytes],
                       False, offset), False
 
 
+class LineCheckpoint(NamedTuple):
+  """Where :func:`read_lines` may resume: the line after line ``line`` starts at byte ``byte``,
+  and a record has been read before it (so every line from there stands alone)."""
+  byte: int
+  line: int
+
+
 def read_lines(chunks: Iterable[bytes], path: str, max_line_bytes: int, start_byte: int = 0,
-               start_line: int = 0) -> Iterator[Event]:
+               start_line: int = 0, resume: Optional[LineCheckpoint] = None,
+               stop_byte: Optional[int] = None,
+               checkpoints: Optional[List[LineCheckpoint]] = None,
+               checkpoint_every: int = 0) -> Iterator[Event]:
   """JSON lines: one record per non-blank line, source id ``path:<line number>``.
 
   Until the first record, bad lines are held back: a file with no JSON line (and at least
@@ -93,11 +103,29 @@ def read_lines(chunks: Iterable[bytes], path: str, max_line_bytes: int, start_by
   line is bad too (one pretty-printed JSON document, e.g. a top-level object, not read
   further) is not JSON lines: one dead letter for the whole file (source id ``path``).
   Once a record is read, every line stands alone.
+
+  Ranges (:mod:`pipelines.sources.json_ranges`): ``resume`` (the chunks then start at its byte)
+  reads on from a checkpoint, ``stop_byte`` ends the read before the first line starting at or
+  after it.  Planning: with ``checkpoints`` (a list) the first line starting at or after each
+  multiple of ``checkpoint_every`` bytes, once a record was read, is appended to it, and lines
+  after the first record are not parsed (nothing is yielded for them).
   """
+  if resume is not None:
+    start_byte, start_line = resume.byte, resume.line
   held: List[Unreadable] = []  # bad lines before the first record
   unfinished = False
-  reading = False
+  reading = resume is not None
+  planning = checkpoints is not None and checkpoint_every > 0
+  next_checkpoint = checkpoint_every
   for lineno, offset, line in _iter_lines(chunks, max_line_bytes, start_byte, start_line):
+    if reading and (planning or stop_byte is not None):
+      if stop_byte is not None and offset >= stop_byte:
+        return
+      if planning:
+        if offset >= next_checkpoint:
+          checkpoints.append(LineCheckpoint(offset, lineno - 1))
+          next_checkpoint = (offset // checkpoint_every + 1) * checkpoint_every
+        continue
     event, open_value = _line_event(path, lineno, offset, line, max_line_bytes)
     if event is None:
       continue

@@ -17,7 +17,7 @@ import codecs
 import collections
 import json
 import re
-from typing import Any, FrozenSet, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, FrozenSet, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from pipelines.sources.json_events import (DEFAULT_CHUNK_SIZE, DEFAULT_MAX_ITEM_CHARS, SNIPPET,
                                            SURROGATE_ESCAPE, Event, Item, Repaired, Unreadable,
@@ -45,6 +45,22 @@ _CANDIDATES = {
     _LITERAL: re.compile(r",[ \t\n\r]*[tfnNI]"),
     None: re.compile(r",[ \t\n\r]*[{\[]"),  # nothing known: any container
 }
+
+
+class ListCheckpoint(NamedTuple):
+  """Where a :class:`JsonListReader` may resume: the start of item ``index`` at byte ``byte``
+  (character ``char``) of the file, with the reader's resync reference at that point (the kinds
+  of the good items so far with their counts, their first keys, whether any key goes) and
+  whether the list is inside an object (``list_key``).  Reading on from it gives exactly the
+  events a reader of the whole file gives from there.  ``kinds`` keeps the counter's insertion
+  order, which breaks ties between equally common kinds."""
+  byte: int
+  char: int
+  index: int
+  kinds: Tuple[Tuple[Optional[str], int], ...]
+  keys: Tuple[str, ...]
+  any_key: bool
+  in_object: bool
 
 
 def _kind(ch: str) -> Optional[str]:
@@ -100,11 +116,23 @@ class JsonListReader:
   corrupt last item; an item longer than ``max_item_chars`` is dead-lettered.  The scan for a
   candidate keeps only the unscanned text, so a long corrupt region costs linear time and no
   extra memory.
+
+  Ranges: every decision above depends only on the text from the current item on and on the
+  state at the item's start (its index, the reference, the byte and character offsets), so a
+  reader started from a :class:`ListCheckpoint` (``resume``; its chunks start at the
+  checkpoint's byte) gives exactly the events the whole-file reader gives from there, and one
+  given ``stop_byte`` ends before the first item starting at or after it.  A planning read
+  (``checkpoints``, ``checkpoint_every``) appends the state at the first item start at or after
+  every multiple of ``checkpoint_every`` bytes.
   """
 
   def __init__(self, chunks: Iterable[bytes], path: str, chunk_chars: int = DEFAULT_CHUNK_SIZE,
                max_item_chars: int = DEFAULT_MAX_ITEM_CHARS, start_byte: int = 0,
-               start_char: int = 0, list_key: Optional[str] = None):
+               start_char: int = 0, list_key: Optional[str] = None,
+               resume: Optional[ListCheckpoint] = None, stop_byte: Optional[int] = None,
+               checkpoints: Optional[List[ListCheckpoint]] = None, checkpoint_every: int = 0):
+    if resume is not None:
+      start_byte, start_char = resume.byte, resume.char
     self._chunks = iter(chunks)
     self._list_key = list_key  # the file is {..., list_key: [items], ...} when it starts with {
     self._in_object = False    # reading the list inside such an object
@@ -121,6 +149,19 @@ class JsonListReader:
     self._kinds: collections.Counter = collections.Counter()
     self._keys: set = set()
     self._any_key = False
+    # Ranges (:mod:`pipelines.sources.json_ranges`): where this reader resumes, where it stops,
+    # and, when planning, the list it appends a checkpoint to every ``checkpoint_every`` bytes.
+    self._resume = resume
+    self._stop = stop_byte
+    self._checkpoints = checkpoints
+    self._every = max(0, checkpoint_every) if checkpoints is not None else 0
+    self._next_checkpoint = self._every
+    if resume is not None:
+      self._kinds.update(dict(resume.kinds))
+      self._keys = set(resume.keys)
+      self._any_key = resume.any_key
+      self._in_object = resume.in_object
+      self._tail = _OBJECT_TAIL if resume.in_object else _TAIL
 
   # -- the buffer --------------------------------------------------------------------------
 
@@ -225,6 +266,9 @@ class JsonListReader:
     return f"{self._path}#{index}"
 
   def __iter__(self) -> Iterator[Event]:
+    if self._resume is not None:
+      yield from self._items(self._skip_ws(0), self._resume.index)
+      return
     i = self._skip_ws(0)
     if self._list_key is not None and i < len(self._buf) and self._buf[i] == "{":
       i = yield from self._enter_object(i)
@@ -235,12 +279,30 @@ class JsonListReader:
                        False, self._base + i)
       return
     i = self._skip_ws(i + 1)
-    index = 0
     if i < len(self._buf) and self._buf[i] == "]":
-      yield from self._trailer(i + 1, index)
+      yield from self._trailer(i + 1, 0)
       return
+    yield from self._items(i, 0)
+
+  def _at_boundary(self, i: int, index: int) -> bool:
+    """At the start of item ``index`` (``buf[i]``): leaves a checkpoint if one is due (when
+    planning); whether the range being read ends here (``stop_byte``)."""
+    b = self._byte_at(i)
+    if self._every and b >= self._next_checkpoint:
+      self._checkpoints.append(ListCheckpoint(
+          b, self._base + i, index, tuple(self._kinds.items()),
+          tuple(sorted(self._keys)), self._any_key, self._in_object))
+      self._next_checkpoint = (b // self._every + 1) * self._every
+    return self._stop is not None and b >= self._stop
+
+  def _items(self, i: int, index: int) -> Iterator[Event]:
+    """The items from ``buf[i]``, the start of item ``index``, to the list's end (or to
+    ``stop_byte``), then what follows the list."""
     while True:
       i -= self._maybe_compact(i)
+      if i < len(self._buf) and (self._every or self._stop is not None) and self._at_boundary(
+          i, index):
+        return
       if i >= len(self._buf):
         yield Unreadable(self._id(index), "invalid_json",
                          f"the file ends inside the list, before item {index} "

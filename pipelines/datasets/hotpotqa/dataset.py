@@ -42,7 +42,8 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   ``reshuffle``: spread parsed documents over workers before tokenising (for distributed
   runners, where one worker reads a whole file).
   """
-  raw = p | "ReadJson" >> read_parquet.ReadRecords(paths, hub.SCHEMA)
+  raw = p | "ReadJson" >> read_parquet.ReadRecords(paths, hub.SCHEMA,
+                                                    split_bytes=config.json_split_bytes)
   parsed = raw[read.RECORDS] | "ParseHotpotQA" >> ParseRecords(reader.parse_record,
                                                                "readtwice.hotpotqa")
   dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER])

@@ -61,7 +61,7 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
           header: Dict, reshuffle: bool = False,
           options: AnnotationConfig = AnnotationConfig()) -> beam.PCollection:
   """Adds the jsonl_qa job to ``p``; returns the PCollection holding the manifest."""
-  raw = p | "ReadJsonLines" >> read.ReadJsonRecords(paths)
+  raw = p | "ReadJsonLines" >> read.ReadJsonRecords(paths, split_bytes=config.json_split_bytes)
   parsed = raw[read.RECORDS] | "ParseJsonlQA" >> ParseRecords(parse_record,
                                                               "readtwice.jsonl_qa")
   dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER])

@@ -137,7 +137,7 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   if options.evidence_dir or not read_parquet.all_parquet(paths):
     check_evidence_dir(options.evidence_dir)
   raw = p | "ReadJson" >> read_parquet.ReadRecords(
-      paths, hub.SCHEMA, list_key=LIST_KEY,
+      paths, hub.SCHEMA, list_key=LIST_KEY, split_bytes=config.json_split_bytes,
       expand=functools.partial(reader.split_question, per_document=options.per_document))
   parsed = raw[read.RECORDS] | "ParseTriviaQA" >> ParseRecords(
       functools.partial(reader.parse_record, per_document=options.per_document),
