@@ -15,6 +15,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.read import INPUT_COUNT, STATS, ReadJsonRecords
+from pipelines.sources.json_events import Item, Unreadable
+from pipelines.sources.json_items import read_json_stream
 from tests.pipelines.sources.helpers import GOOD, ITEMS, json_list, obj_file
 
 
@@ -505,3 +507,52 @@ def test_expand_splits_items_into_records_that_count_as_inputs(tmp_path):
     assert_that(out[INPUT_COUNT], equal_to([7]), label="input_count")
     assert_that(out[STATS], equal_to([dict(stats(6, invalid_json=1, nbytes=len(data)),
                                            **{"read/items": 4})]), label="stats")
+
+
+# -- byte ranges (issue 29) ------------------------------------------------------------------
+
+def _sum_stats(dicts):
+  total = {}
+  for d in dicts:
+    for k, v in d.items():
+      total[k] = total.get(k, 0) + v
+  return total
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_large_file_is_read_in_ranges_with_the_whole_reads_outputs(tmp_path, compress):
+  items = [{"_id": f"q{k}", "text": "word " * (k % 7 * 20)} for k in range(300)]
+  texts = [json.dumps(x) for x in items]
+  texts[40] = texts[40].replace('"text"', '"text" ?')  # corrupt items
+  texts[41] = texts[41][:-1]
+  texts[200] = "[]"
+  data = json_list(texts).encode()
+  path = tmp_path / ("big.json.gz" if compress else "big.json")
+  path.write_bytes(gzip.compress(data) if compress else data)
+  # The expectation: the sources reader over the whole file, outside Beam.
+  events = list(read_json_stream([data], str(path)))
+  records = [(e.source_id, e.value) for e in events if isinstance(e, Item)]
+  dead = [(e.reason, e.source_id, e.detail) for e in events if isinstance(e, Unreadable)]
+  assert len(records) == 298 and len(dead) == 1
+  uncertain = sum(e.uncertain for e in events if isinstance(e, Unreadable))
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)], split_bytes=2000)
+    assert_that(out.records, equal_to(records), label="records")
+    assert_that(out[DEAD_LETTER] | beam.Map(lambda d: (d["reason"], d["source_id"],
+                                                       d["detail"])),
+                equal_to(dead), label="dead")
+    assert_that(out[INPUT_COUNT] | beam.CombineGlobally(sum), equal_to([299]), label="count")
+    assert_that(out[STATS] | beam.combiners.ToList() | beam.Map(_split_summary),
+                equal_to([(stats(records=298, invalid_json=1, uncertain=uncertain,
+                                 nbytes=len(data)),
+                           0 if compress else "n", 1 if compress else "n")]), label="stats")
+
+
+def _split_summary(dicts):
+  """(the summed stats without ``read/splits``, ``read/splits``, how many dicts), the two counts
+  as "n" when they are equal and above 20 (a file split into ranges, one dict per range)."""
+  total = _sum_stats(dicts)
+  splits = total.pop("read/splits", 0)
+  if splits == len(dicts) > 20:
+    return total, "n", "n"
+  return total, splits, len(dicts)
