@@ -613,8 +613,10 @@ def estimate(job: str, work: Work, workers: Workers, options: Any = None,
       "Storage I/O, shuffle encoding, uneven work; the local multi-process runner measured "
       f"x{MULTIPROCESS_CPU_FACTOR} of in-memory) and spread evenly over the workers; each job "
       f"waits {DATAFLOW_STARTUP_MIN} min for its workers, billed",
-      "one non-splittable input file (a JSON list, a book, a CSV) is read by one worker: with "
-      "few large files the wall time is longer than the even spread says",
+      "an uncompressed JSON file is read in byte ranges by all workers (--json_split_mb), "
+      "after one planning pass over it on one worker; a compressed file, a book or a CSV is "
+      "read by one worker: with few large such files the wall time is longer than the even "
+      "spread says",
       f"Dataflow Shuffle (${SHUFFLE_PRICE_PER_GB}/GB processed), Cloud Storage and network "
       "charges are not included",
   ]

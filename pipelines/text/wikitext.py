@@ -190,6 +190,37 @@ def strip_dropped_markup(wikitext: str) -> str:
   if "{|" in wikitext:
     wikitext = _without_tables(wikitext)
   return wikitext
+# Simple links, taken out before the parse (:func:`_lift_simple_links`): a namespace-0-looking
+# target and an optional plain anchor, with nothing the parser would read inside (brackets,
+# braces, tags, entities in the anchor, quotes, '=', ':', newlines).  Not right after '[' nor
+# right before ']' (``[[[A]]]``).
+_SIMPLE_LINK = re.compile(r"(?<!\[)\[\[([^\[\]{}<>|\n:'=\ue000\ue001]+)"
+                          r"(?:\|([^\[\]{}<>|\n:'=&\ue000\ue001]*))?\]\](?!\])")
+_LIFTED = re.compile("\ue000([0-9]+)\ue001")
+# Tags whose contents the parser leaves unparsed (``<nowiki>``, ``<pre>``, ...): a page with any
+# of them is parsed as it is.
+_LITERAL_TAGS = re.compile(
+    "<(?:" + "|".join(sorted(mwparserfromhell.definitions.PARSER_BLACKLIST)) + r")\b", re.I)
+
+
+def _lift_simple_links(wikitext: str) -> Tuple[str, List[Tuple[str, Optional[str]]]]:
+  """``wikitext`` with each simple link ``[[target]]`` / ``[[target|anchor]]`` replaced by a
+  placeholder (U+E000, its index, U+E001), and the ``(target, anchor or None)`` of each; the
+  walk reads a placeholder as the parser's Wikilink node (same text, link and link trail), so
+  the parser builds no node for most links (the bulk of its time on real pages).  Unchanged
+  when the page holds unparsed-content tags or the placeholder characters."""
+  if "[[" not in wikitext or "\ue000" in wikitext or "\ue001" in wikitext or (
+      "<" in wikitext and _LITERAL_TAGS.search(wikitext)):
+    return wikitext, []
+  lifted: List[Tuple[str, Optional[str]]] = []
+
+  def lift(m: re.Match) -> str:
+    lifted.append((m.group(1), m.group(2)))
+    return f"\ue000{len(lifted) - 1}\ue001"
+
+  return _SIMPLE_LINK.sub(lift, wikitext), lifted
+
+
 # Whitespace runs to rewrite: longer than one char, a single non-" " whitespace char, or a
 # single " " at either end of the text.
 _WS = re.compile(r"\s{2,}|[^\S ]|^ | \Z")
@@ -272,6 +303,7 @@ class _Walker:
     self.categories: List[str] = []
     self.in_link = 0
     self.drop_level = 0  # > 0 while inside a dropped section
+    self.lifted: List[Tuple[str, Optional[str]]] = []  # (target, anchor) of the placeholders
     self.handlers = {
         Wikilink: self.wikilink, Template: self.template, Tag: self.tag,
         Heading: self.heading, ExternalLink: self.external_link, HTMLEntity: self.entity,
@@ -279,7 +311,6 @@ class _Walker:
     }
 
   def walk(self, nodes) -> None:
-    out = self.out
     handlers = self.handlers
     trail = None  # the Link record a following link trail extends
     for node in nodes:
@@ -292,21 +323,45 @@ class _Walker:
           continue
       if cls is Text:
         value = node.value
-        if trail is not None:
-          m = _TRAIL.match(value)
-          if m is not None:
-            out.append(m.group())
-            trail[1] = len(out)
-            value = value[m.end():]
-          trail = None
-        if "__" in value:
-          value = _BEHAVIOUR_SWITCH.sub("", value)
-        if "''" in value:
-          value = _APOSTROPHES.sub("", value)
-        out.append(value)
+        if "\ue000" in value:
+          trail = self.text_with_links(value, trail)
+          continue
+        self.text(value, trail)
+        trail = None
         continue
       handler = handlers.get(cls)
       trail = handler(node) if handler is not None else None
+
+  def text(self, value: str, trail: Optional[list]) -> None:
+    """A text node's text; its first letters extend the link ``trail`` (the link before it)."""
+    out = self.out
+    if trail is not None:
+      m = _TRAIL.match(value)
+      if m is not None:
+        out.append(m.group())
+        trail[1] = len(out)
+        value = value[m.end():]
+    if "__" in value:
+      value = _BEHAVIOUR_SWITCH.sub("", value)
+    if "''" in value:
+      value = _APOSTROPHES.sub("", value)
+    out.append(value)
+
+  def text_with_links(self, value: str, trail: Optional[list]) -> Optional[list]:
+    """A text node holding placeholders of lifted links: the text between them as text nodes,
+    each placeholder as the Wikilink it stands for; returns the trail of the last link if the
+    text ends with it."""
+    at = 0
+    for m in _LIFTED.finditer(value):
+      if m.start() > at or trail is not None:
+        self.text(value[at:m.start()], trail)
+      target, anchor = self.lifted[int(m.group(1))]
+      trail = self.link(target, None if anchor is None else anchor)
+      at = m.end()
+    if at < len(value):
+      self.text(value[at:], trail)
+      return None
+    return trail
 
   def record_only(self, node) -> None:
     """Inside a dropped section: keep the page's templates and categories."""
@@ -328,8 +383,13 @@ class _Walker:
   def wikilink(self, node: Wikilink):
     nodes = node.title.nodes
     raw = nodes[0].value if len(nodes) == 1 and nodes[0].__class__ is Text else str(node.title)
+    return self.link(raw, node.text)
+
+  def link(self, raw: str, text):
+    """A link to ``raw`` with the anchor ``text``: None (``[[raw]]``), the anchor's nodes
+    (Wikicode) or, for a lifted link, its plain text.  Returns the Link record a link trail
+    extends, or None."""
     kind, title, colon = wiki_titles.parse_target(raw, self.namespaces)
-    text = node.text
     if kind == wiki_titles.PAGE:
       ns = title.namespace
       if ns != 0:
@@ -341,12 +401,7 @@ class _Walker:
       elif not self.in_link:
         out = self.out
         begin = len(out)
-        if text is None:
-          out.append(_display(raw))
-        elif text.nodes:
-          self.emit_walk(text)
-        else:
-          out.append(_pipe_trick(raw))
+        self.anchor(raw, text)
         if len(out) == begin:
           return None
         record = [begin, len(out), title.text]
@@ -355,13 +410,24 @@ class _Walker:
     elif kind == wiki_titles.LANGUAGE and not colon:
       return None
     # Text only: other namespaces, fragment-only and invalid targets, links inside anchors.
+    self.anchor(raw, text)
+    return None
+
+  def anchor(self, raw: str, text) -> None:
+    """The visible text of a link (see :meth:`link`)."""
     if text is None:
       self.out.append(_display(raw))
+    elif text.__class__ is str:
+      if text:
+        self.in_link += 1
+        self.text(text, None)
+        self.in_link -= 1
+      else:
+        self.out.append(_pipe_trick(raw))
     elif text.nodes:
       self.emit_walk(text)
     else:
       self.out.append(_pipe_trick(raw))
-    return None
 
   def template(self, node: Template) -> None:
     name = _template_name(node, self.namespaces)
@@ -538,7 +604,8 @@ def clean(wikitext: str, title: str = "", namespaces: Optional[Namespaces] = Non
   the module docstring).  ``title`` (the page title as written) enables self mentions."""
   namespaces = namespaces or Namespaces.default()
   walker = _Walker(namespaces)
-  walker.walk(mwparserfromhell.parse(strip_dropped_markup(wikitext)).nodes)
+  lifted_text, walker.lifted = _lift_simple_links(strip_dropped_markup(wikitext))
+  walker.walk(mwparserfromhell.parse(lifted_text).nodes)
   out = walker.out
   cum = [0]
   cum.extend(itertools.accumulate(map(len, out)))
