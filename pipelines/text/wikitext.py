@@ -76,7 +76,7 @@ import html
 import itertools
 import re
 from dataclasses import dataclass
-from typing import FrozenSet, List, Optional, Tuple
+from typing import FrozenSet, Iterator, List, Optional, Tuple
 
 import mwparserfromhell
 from mwparserfromhell.nodes import (Argument, Comment, ExternalLink, Heading, HTMLEntity, Tag,
@@ -197,6 +197,7 @@ def strip_dropped_markup(wikitext: str) -> str:
 _SIMPLE_LINK = re.compile(r"(?<!\[)\[\[([^\[\]{}<>|\n:'=\ue000\ue001]+)"
                           r"(?:\|([^\[\]{}<>|\n:'=&\ue000\ue001]*))?\]\](?!\])")
 _LIFTED = re.compile("\ue000([0-9]+)\ue001")
+_URL_LOOKBACK = 2048
 # Tags whose contents the parser leaves unparsed (``<nowiki>``, ``<pre>``, ...): a page with any
 # of them is parsed as it is.
 _LITERAL_TAGS = re.compile(
@@ -215,6 +216,14 @@ def _lift_simple_links(wikitext: str) -> Tuple[str, List[Tuple[str, Optional[str
   lifted: List[Tuple[str, Optional[str]]] = []
 
   def lift(m: re.Match) -> str:
+    # A link right after a word with a ':' may end a free URL ("http://x.org/[[A]]"), which
+    # would run on over a placeholder: left to the parser.
+    i = m.start() - 1
+    stop = max(-1, i - _URL_LOOKBACK)
+    while i > stop and not wikitext[i].isspace():
+      if wikitext[i] == ":":
+        return m.group()
+      i -= 1
     lifted.append((m.group(1), m.group(2)))
     return f"\ue000{len(lifted) - 1}\ue001"
 
@@ -584,9 +593,9 @@ def without_qualifier(title: str) -> str:
   return _PARENTHETICAL.sub("", title).strip()
 
 
-def _self_mention_pattern(title: Title, given: str) -> re.Pattern:
-  """Matches the normalised title, the title as given (``_`` -> space; differs for first-letter
-  case: "iPhone" vs "IPhone"), and both without a trailing "(disambiguator)", at word bounds."""
+def _self_mention_names(title: Title, given: str) -> List[str]:
+  """The normalised title, the title as given (``_`` -> space; differs for first-letter case:
+  "iPhone" vs "IPhone"), and both without a trailing "(disambiguator)"; longest first."""
   names = set()
   for name in (title.text, wiki_titles.TITLE_SPACES.sub(" ", given).strip()):
     if name and wiki_titles.INVALID_TITLE_CHARS.isdisjoint(name):
@@ -594,8 +603,30 @@ def _self_mention_pattern(title: Title, given: str) -> re.Pattern:
       stripped = without_qualifier(name)
       if stripped:
         names.add(stripped)
-  alternatives = "|".join(re.escape(s) for s in sorted(names, key=len, reverse=True))
-  return re.compile(r"(?<![^\W_])(?:" + alternatives + r")(?![^\W_])")
+  return sorted(names, key=len, reverse=True)
+
+
+def _self_mentions(text: str, names: List[str]) -> Iterator[Tuple[int, int]]:
+  """``(begin, end)`` of the names in ``text`` at word bounds (no letter or digit right before
+  or after), left to right without overlaps, the longest name at a position first: what
+  ``re.finditer`` gives for ``(?<![^\W_])(?:name|...)(?![^\W_])`` with the names longest
+  first (found with ``str.find``: compiling that pattern per page cost more than the search)."""
+  best = {}
+  n = len(text)
+  for name in names:
+    size = len(name)
+    at = text.find(name)
+    while at >= 0:
+      end = at + size
+      if ((at == 0 or not text[at - 1].isalnum()) and (end == n or not text[end].isalnum())
+          and best.get(at, 0) < size):
+        best[at] = size
+      at = text.find(name, at + 1)
+  pos = 0
+  for at in sorted(best):
+    if at >= pos:
+      pos = at + best[at]
+      yield at, pos
 
 
 def clean(wikitext: str, title: str = "", namespaces: Optional[Namespaces] = None,
@@ -626,16 +657,14 @@ def clean(wikitext: str, title: str = "", namespaces: Optional[Namespaces] = Non
   if self_mentions and title:
     page = wiki_titles.normalize_title(title, namespaces)
     if page is not None and page.namespace == 0:
-      pattern = _self_mention_pattern(page, title)
       extra = []
       j, num = 0, len(links)
-      for m in pattern.finditer(text):
-        b, e = m.span()
+      for b, e in _self_mentions(text, _self_mention_names(page, title)):
         while j < num and links[j].end <= b:
           j += 1
         if j < num and links[j].begin < e:
           continue
-        extra.append(Link(b, e, page.text, m.group()))
+        extra.append(Link(b, e, page.text, text[b:e]))
       if extra:
         links.extend(extra)
         links.sort(key=lambda l: l.begin)
