@@ -230,9 +230,11 @@ def _lift_simple_links(wikitext: str) -> Tuple[str, List[Tuple[str, Optional[str
   return _SIMPLE_LINK.sub(lift, wikitext), lifted
 
 
-# Whitespace runs to rewrite: longer than one char, a single non-" " whitespace char, or a
-# single " " at either end of the text.
-_WS = re.compile(r"\s{2,}|[^\S ]|^ | \Z")
+# Whitespace runs to rewrite: any run at either end of the text (dropped), runs of three or
+# more, runs of two other than "\n\n", and a single whitespace char other than " " and "\n".
+# The runs a rewrite would leave as they are (" ", "\n", "\n\n" inside the text) are not
+# matched: they are most runs, and each match costs a step of the loop in _normalise.
+_WS = re.compile(r"^\s+|\s+\Z|\s{3,}|(?!\n\n)\s{2}|[^\S \n]")
 
 
 
@@ -548,7 +550,9 @@ def _pipe_trick(raw: str) -> str:
 
 def _normalise(raw: str):
   """(text, mapper): ``mapper(p, is_end)`` maps a raw offset to a text offset.  An offset inside
-  a rewritten whitespace run maps after it (a begin) or before it (an end)."""
+  a rewritten whitespace run maps after it (a begin) or before it (an end); one between the two
+  newlines of a "\n\n" kept as it is maps to itself (a link or heading edge there is moved
+  off the whitespace by :func:`clean` all the same)."""
   n = len(raw)
   pieces: List[str] = []
   starts: List[int] = []  # raw match starts

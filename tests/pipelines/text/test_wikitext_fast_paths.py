@@ -104,3 +104,36 @@ def test_self_mentions_of_a_page(title):
   assert list(wikitext._self_mentions(text, names)) == _regex_mentions(text, names)  # pylint: disable=protected-access
   found = any(link.target == page.text for link in wikitext.clean(text, title).links)
   assert found == ("_" not in title)  # "A_b c" is shown "A b c", which the text lacks
+
+
+def _reference_normalise(raw):
+  """The whitespace rewrite spelled out: each maximal whitespace run becomes "" at either end of
+  the text, else " " (no newline in it), "\\n" (one) or "\\n\\n" (more)."""
+  import re  # pylint: disable=g-import-not-at-top
+  out, at = [], 0
+  for m in re.finditer(r"\s+", raw):
+    out.append(raw[at:m.start()])
+    run = m.group()
+    if m.start() == 0 or m.end() == len(raw):
+      rep = ""
+    else:
+      k = run.count("\n")
+      rep = " " if k == 0 else "\n" if k == 1 else "\n\n"
+    out.append(rep)
+    at = m.end()
+  out.append(raw[at:])
+  return "".join(out)
+
+
+def test_whitespace_rewrite_skips_runs_it_keeps_and_maps_offsets():
+  rng = random.Random(5)
+  alphabet = ["a", "b", " ", "\n", "\t", "\xa0", "\r", "x y", "\n\n"]
+  for _ in range(20000):
+    raw = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+    text, mapper = wikitext._normalise(raw)  # pylint: disable=protected-access
+    assert text == _reference_normalise(raw), repr(raw)
+    for p in range(len(raw) + 1):
+      if not raw[:p].strip() or not raw[p:].strip():
+        continue
+      if not raw[p - 1].isspace() and not raw[p].isspace():  # outside whitespace: exact
+        assert text[mapper(p, False)] == raw[p] and text[mapper(p, True) - 1] == raw[p - 1]
