@@ -196,8 +196,14 @@ def strip_dropped_markup(wikitext: str) -> str:
 # right before ']' (``[[[A]]]``).
 _SIMPLE_LINK = re.compile(r"(?<!\[)\[\[([^\[\]{}<>|\n:'=\ue000\ue001]+)"
                           r"(?:\|([^\[\]{}<>|\n:'=&\ue000\ue001]*))?\]\](?!\])")
-_LIFTED = re.compile("\ue000([0-9]+)\ue001")
+# Simple templates, taken out after the links (:func:`_lift_simple_templates`): a one-line name
+# and parameters without braces, brackets or tags (lifted links inside are fine: the walk never
+# reads a dropped template's parameters).
+_SIMPLE_TEMPLATE = re.compile(r"(?<!\{)\{\{([^{}\[\]<>|\n\ue000-\ue003]+)"
+                              r"(\|[^{}\[\]<>\ue002\ue003]*)?\}\}(?!\})")
+_LIFTED = re.compile("\ue000([0-9]+)\ue001|\ue002([0-9]+)\ue003")
 _URL_LOOKBACK = 2048
+_NESTING_LOOKBACK = 20000  # how far back an enclosing '{{' or '[[' is looked for
 # Tags whose contents the parser leaves unparsed (``<nowiki>``, ``<pre>``, ...): a page with any
 # of them is parsed as it is.
 _LITERAL_TAGS = re.compile(
@@ -218,23 +224,62 @@ def _lift_simple_links(wikitext: str) -> Tuple[str, List[Tuple[str, Optional[str
   def lift(m: re.Match) -> str:
     # A link right after a word with a ':' may end a free URL ("http://x.org/[[A]]"), which
     # would run on over a placeholder: left to the parser.
-    i = m.start() - 1
-    stop = max(-1, i - _URL_LOOKBACK)
-    while i > stop and not wikitext[i].isspace():
-      if wikitext[i] == ":":
-        return m.group()
-      i -= 1
+    if _after_url_word(wikitext, m.start()):
+      return m.group()
     lifted.append((m.group(1), m.group(2)))
     return f"\ue000{len(lifted) - 1}\ue001"
 
   return _SIMPLE_LINK.sub(lift, wikitext), lifted
 
 
-# Whitespace runs to rewrite: any run at either end of the text (dropped), runs of three or
-# more, runs of two other than "\n\n", and a single whitespace char other than " " and "\n".
-# The runs a rewrite would leave as they are (" ", "\n", "\n\n" inside the text) are not
-# matched: they are most runs, and each match costs a step of the loop in _normalise.
-_WS = re.compile(r"^\s+|\s+\Z|\s{3,}|(?!\n\n)\s{2}|[^\S \n]")
+def _after_url_word(wikitext: str, at: int) -> bool:
+  """Whether the text right before ``at`` is a word holding ':' (the end of a free URL, which
+  would run on over a placeholder)."""
+  i = at - 1
+  stop = max(-1, i - _URL_LOOKBACK)
+  while i > stop and not wikitext[i].isspace():
+    if wikitext[i] == ":":
+      return True
+    i -= 1
+  return False
+
+
+def _inside(wikitext: str, at: int, opening: str, closing: str) -> bool:
+  """Whether ``at`` follows an ``opening`` not closed before it (within the lookback)."""
+  start = max(0, at - _NESTING_LOOKBACK)
+  return wikitext.rfind(opening, start, at) > wikitext.rfind(closing, start, at)
+
+
+def _lift_simple_templates(wikitext: str, namespaces: Namespaces
+                           ) -> Tuple[str, List[Optional[str]]]:
+  """``wikitext`` (links lifted) with each simple template that renders nothing replaced by a
+  placeholder (U+E002, its index, U+E003), and the normalised name of each (None: not a
+  template name the walk keeps, e.g. a parser function); the walk reads a placeholder as the
+  Template node (its name recorded, nothing shown).  Left to the parser: the templates that
+  render text (``convert``, :data:`TEXT_TEMPLATES`), a blank name, and templates inside another
+  template or a link, or right after a free URL (where the parser reads them in context)."""
+  if "{{" not in wikitext or "\ue002" in wikitext or "\ue003" in wikitext:
+    return wikitext, []
+  names: List[Optional[str]] = []
+
+  def lift(m: re.Match) -> str:
+    raw = m.group(1)
+    if not raw.strip():
+      return m.group()
+    name = _normalised_template_name(raw, namespaces)
+    if (name in _CONVERT or TEXT_TEMPLATES.get(name) or _after_url_word(wikitext, m.start())
+        or _inside(wikitext, m.start(), "{{", "}}") or _inside(wikitext, m.start(), "[[", "]]")):
+      return m.group()
+    names.append(name)
+    return f"\ue002{len(names) - 1}\ue003"
+
+  return _SIMPLE_TEMPLATE.sub(lift, wikitext), names
+
+
+# Whitespace runs to rewrite: longer than one char, a single non-" " whitespace char, or a
+# single " " at either end of the text.  (A pattern that skips the runs a rewrite keeps, "\n"
+# and "\n\n", was tried: it has fewer matches but scans 1.7x slower.)
+_WS = re.compile(r"\s{2,}|[^\S ]|^ | \Z")
 
 
 
@@ -286,6 +331,13 @@ def _template_name(node: Template, namespaces: Namespaces) -> Optional[str]:
     raw = nodes[0].value
   else:
     raw = _COMMENT.sub("", str(node.name))
+  return _normalised_template_name(raw, namespaces)
+
+
+def _normalised_template_name(raw: str, namespaces: Namespaces) -> Optional[str]:
+  """The template name as the walk records it: spaces normalised, lower case, without a
+  ``Template:`` prefix; a parser function's (``#if:``) is None, a magic word's is the part
+  before ':'."""
   name = wiki_titles.TITLE_SPACES.sub(" ", raw).strip().lower()
   if not name or name.startswith("#"):
     return None
@@ -315,6 +367,7 @@ class _Walker:
     self.in_link = 0
     self.drop_level = 0  # > 0 while inside a dropped section
     self.lifted: List[Tuple[str, Optional[str]]] = []  # (target, anchor) of the placeholders
+    self.lifted_templates: List[Optional[str]] = []  # names of the template placeholders
     self.handlers = {
         Wikilink: self.wikilink, Template: self.template, Tag: self.tag,
         Heading: self.heading, ExternalLink: self.external_link, HTMLEntity: self.entity,
@@ -334,7 +387,7 @@ class _Walker:
           continue
       if cls is Text:
         value = node.value
-        if "\ue000" in value:
+        if "\ue000" in value or "\ue002" in value:
           trail = self.text_with_links(value, trail)
           continue
         self.text(value, trail)
@@ -359,15 +412,21 @@ class _Walker:
     out.append(value)
 
   def text_with_links(self, value: str, trail: Optional[list]) -> Optional[list]:
-    """A text node holding placeholders of lifted links: the text between them as text nodes,
-    each placeholder as the Wikilink it stands for; returns the trail of the last link if the
-    text ends with it."""
+    """A text node holding placeholders of lifted links and templates: the text between them
+    as text nodes, each placeholder as the Wikilink or Template it stands for; returns the
+    trail of the last link if the text ends with it."""
     at = 0
     for m in _LIFTED.finditer(value):
       if m.start() > at or trail is not None:
         self.text(value[at:m.start()], trail)
-      target, anchor = self.lifted[int(m.group(1))]
-      trail = self.link(target, None if anchor is None else anchor)
+      if m.group(1) is not None:
+        target, anchor = self.lifted[int(m.group(1))]
+        trail = self.link(target, anchor)
+      else:
+        name = self.lifted_templates[int(m.group(2))]
+        if name:
+          self.templates.append(name)
+        trail = None
       at = m.end()
     if at < len(value):
       self.text(value[at:], trail)
@@ -381,6 +440,11 @@ class _Walker:
       name = _template_name(node, self.namespaces)
       if name:
         self.templates.append(name)
+    elif cls is Text and "\ue002" in node.value:
+      for m in _LIFTED.finditer(node.value):
+        name = None if m.group(2) is None else self.lifted_templates[int(m.group(2))]
+        if name:
+          self.templates.append(name)
     elif cls is Wikilink:
       kind, title, colon = wiki_titles.parse_target(str(node.title), self.namespaces)
       if kind == wiki_titles.PAGE and title.namespace == 14 and not colon:
@@ -550,9 +614,7 @@ def _pipe_trick(raw: str) -> str:
 
 def _normalise(raw: str):
   """(text, mapper): ``mapper(p, is_end)`` maps a raw offset to a text offset.  An offset inside
-  a rewritten whitespace run maps after it (a begin) or before it (an end); one between the two
-  newlines of a "\n\n" kept as it is maps to itself (a link or heading edge there is moved
-  off the whitespace by :func:`clean` all the same)."""
+  a rewritten whitespace run maps after it (a begin) or before it (an end)."""
   n = len(raw)
   pieces: List[str] = []
   starts: List[int] = []  # raw match starts
@@ -640,6 +702,7 @@ def clean(wikitext: str, title: str = "", namespaces: Optional[Namespaces] = Non
   namespaces = namespaces or Namespaces.default()
   walker = _Walker(namespaces)
   lifted_text, walker.lifted = _lift_simple_links(strip_dropped_markup(wikitext))
+  lifted_text, walker.lifted_templates = _lift_simple_templates(lifted_text, namespaces)
   walker.walk(mwparserfromhell.parse(lifted_text).nodes)
   out = walker.out
   cum = [0]

@@ -33,17 +33,24 @@ TRICKY = [
     "<ref>[[A]]</ref>[[B]]<!-- [[C]] --> [[D]]",
     "==[[A]]==\n;[[A]]: [[B]]\n*[[C]]s\n#[[D|d]]\n mailto:x[[A]] and {{{1|[[A]]}}}.",
     "[[A]]<span>b</span>[[B|c]]d<br/>[[E]]&nbsp;[[F]]",
+    "{{Infobox x|a=[[A]]|b=1}}[[B]]{{cite|x}}s and {{ }} {{}} {{#if:x|y}} {{Template:Foo}}.",
+    "{{convert|5|{{abbr|km}}}} and {{lang|fr|{{x}} y}} and {{outer|{{inner|z}}}} nesting.",
+    "[[A|b {{x}} c]] and [[{{x}}]] and {{x}}{{y}} and http://x.org/{{x}} and {{x|\n|y}}.",
+    "Lead {{a}}.\n== See also ==\n{{b}} [[C]] {{c|[[D]]}}\n== Next ==\n{{d}} text",
+    "{{{1|{{x}}}}} and {{x}}} and {{{{x}}}} and {{nowrap|[[A]]}}s {{small|b}}.",
 ]
 
 
 def _both(text: str, title: str = "Page"):
   fast = wikitext.clean(text, title)
-  lift = wikitext._lift_simple_links  # pylint: disable=protected-access
+  lift, lift_templates = wikitext._lift_simple_links, wikitext._lift_simple_templates  # pylint: disable=protected-access
   try:
     wikitext._lift_simple_links = lambda t: (t, [])  # pylint: disable=protected-access
+    wikitext._lift_simple_templates = lambda t, ns: (t, [])  # pylint: disable=protected-access
     slow = wikitext.clean(text, title)
   finally:
     wikitext._lift_simple_links = lift  # pylint: disable=protected-access
+    wikitext._lift_simple_templates = lift_templates  # pylint: disable=protected-access
   return fast, slow
 
 
