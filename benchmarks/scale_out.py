@@ -34,10 +34,12 @@ Last line: JSON, the median speed-up at the largest size; target >= 1.3 (the in-
 already keeps more than one of the 2 cores busy through the Rust tokenizer's threads, so 2 cores
 cannot give 2x).  Where it comes from: the local runner executes one stage at a time, each split
 over the workers by its input elements.  A Wikipedia dump is read in splits of
-``--streams_per_split`` streams, so every worker reads, cleans and tokenises; one HotpotQA JSON
-file is read, parsed and tokenised by one worker, so HotpotQA gains nothing locally (a local
-reshuffle of the parsed documents was tried: at 50 MB it took 13.2 s against 12.2 s without,
-the documents' trip through the runner costing more than the second worker gave).
+``--streams_per_split`` streams, so every worker reads, cleans and tokenises; a HotpotQA JSON
+file is read in byte ranges of ``--json_split_mb`` (default 4 MiB, planned by one pass over the
+file on one worker: :mod:`pipelines.sources.json_ranges`), so every worker parses and tokenises
+too.  (Before the ranges one worker read, parsed and tokenised the whole file: 0.90 at 50 MB; a
+reshuffle of the parsed documents was tried then: 13.2 s against 12.2 s without, the
+documents' trip through the runner costing more than the second worker gave.)
 """
 
 from __future__ import annotations
@@ -160,7 +162,7 @@ def main(argv: Optional[List[str]] = None) -> None:
   ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   ap.add_argument("--job", default="wikipedia", choices=sorted(FULL),
                   help="wikipedia (default): a multistream dump, read in splits by all workers; "
-                       "hotpotqa: one JSON file, read and parsed by one worker")
+                       "hotpotqa: one JSON file, read in byte ranges by all workers")
   ap.add_argument("--sizes_mb", default="12.5,25,50",
                   help="comma-separated corpus sizes in MB of input text (default: %(default)s)")
   ap.add_argument("--runs", type=int, default=MIN_RUNS,
