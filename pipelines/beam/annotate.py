@@ -165,6 +165,9 @@ class _Annotators:
       self.backend = ner.SpacyBackend(config.spacy_model, patterns,
                                       batch_size=config.batch_size)
       self.backend.nlp  # pylint: disable=pointless-statement  # built now, not in a bundle
+    # texts -> what each holds: Cloud NL's spans or Failures; spaCy's (begins, ends) lists (no
+    # tuple and no label per span: the stage keeps neither).
+    self.find = self.backend.annotate if self.cloud else self.backend.offsets
     self.links: Dict[str, int] = {}  # memo of link()
     self._titles: Dict[str, int] = {}
     self.outage = OutageDetector(config.nl_max_consecutive_failures if self.cloud else 0)
@@ -253,8 +256,10 @@ class OutageDetector:
     self._lock = threading.Lock()
 
   def observe(self, found: Any) -> None:
+    if not self.limit:
+      return
     evidence = outage_evidence(found)
-    if evidence is None or not self.limit:
+    if evidence is None:
       return
     with self._lock:
       self.consecutive = self.consecutive + 1 if evidence else 0
@@ -292,7 +297,7 @@ class _AnnotateFn(beam.DoFn):
     start, cpu_start = time.perf_counter(), time.thread_time()
     self._stats.count("annotate/input", len(batch))
     out: List[Any] = []
-    annotate = self._annotators.backend.annotate
+    annotate = self._annotators.find
     # A text several documents read (NarrativeQA's questions of one story) is annotated once,
     # also when its documents straddle two batches (the last text is remembered).
     firsts: Dict[str, Document] = {}
@@ -307,8 +312,9 @@ class _AnnotateFn(beam.DoFn):
     outage = self._annotators.outage
     try:
       found_by_text = dict(zip(texts, annotate(texts)))
-      for t in texts:
-        outage.observe(found_by_text[t])
+      if outage.limit:
+        for t in texts:
+          outage.observe(found_by_text[t])
       if self._last[0] in firsts:
         found_by_text[self._last[0]] = self._last[1]
       spans = [found_by_text[d.text] for d in batch]
@@ -318,7 +324,7 @@ class _AnnotateFn(beam.DoFn):
       spans = []
       for doc in batch:
         try:
-          spans.append(self._annotators.backend.annotate([doc.text])[0])
+          spans.append(self._annotators.find([doc.text])[0])
           outage.observe(spans[-1])
         except UserError:
           raise
@@ -331,12 +337,20 @@ class _AnnotateFn(beam.DoFn):
       self._stats.update(counts, prefix="annotate/")
     self._stats.count("annotate/texts", len(texts))
     self._last = (batch[-1].text, spans[-1])
+    self._counts = [0, 0, 0]  # documents, mentions, linked mentions: counted once a batch
     for doc, found in zip(batch, spans):
       if isinstance(found, Failure):  # the API rejected the text, or the budget is spent
         out.append(beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(
             "annotate", found.reason, doc.source_id, found.message)))
       elif found is not None:
         out.append(self._annotate(doc, found))
+    documents, mentions, linked = self._counts
+    if documents:
+      self._stats.count("annotate/output", documents)
+      self._stats.count("annotate/mentions", mentions)
+      self._stats.count("annotate/linked", linked)
+      self._mentions.inc(mentions)
+      self._linked.inc(linked)
     self._stats.count("annotate/busy_ms", int(round(1000 * (time.perf_counter() - start))))
     self._stats.count("annotate/cpu_ms", int(round(1000 * (time.thread_time() - cpu_start))))
     # Words of the documents, each distinct text split once (a story's questions share it).
@@ -345,43 +359,49 @@ class _AnnotateFn(beam.DoFn):
     yield from out
 
   def _annotate(self, doc: Document, found) -> Document:
-    taken = [(m.begin, m.end) for m in doc.mentions]
+    """``doc`` with the mentions of what the backend ``found`` in its text (spaCy: (begins,
+    ends) lists; Cloud NL: spans); counts them in ``self._counts``."""
     annotators = self._annotators
-    link = annotators.link
     # Paragraph titles that are entity titles (HotpotQA's are Wikipedia titles): a mention
     # whose text is such a title is that entity, whatever the alias prior says.
     known = {}
     if annotators.title_ids:
+      title_ids = annotators.title_ids
       for p in doc.paragraphs:
-        entity_id = annotators.title_ids.get(p.title)
+        entity_id = title_ids.get(p.title)
         if entity_id:
           known[annotators.normalize(p.title)] = entity_id
           known.setdefault(annotators.normalize(wikitext.without_qualifier(p.title)),
                            entity_id)
     text = doc.text
-    if not (taken or known or annotators.cloud):  # the common case, on every mention: lean
-      surfaces = [text[b:e] for b, e, _ in found]
+    if not (doc.mentions or known or annotators.cloud):  # the common case: lean, in C loops
+      begins, ends = found
+      surfaces = list(map(text.__getitem__, map(slice, begins, ends)))
       ids = list(map(annotators.links.get, surfaces))
       if None in ids:
+        link = annotators.link
         ids = [link(t) if i is None else i for t, i in zip(surfaces, ids)]
-      added = list(map(Mention._make, zip([s[0] for s in found], [s[1] for s in found], ids,
-                                          itertools.repeat(""))))
+      # Mention(begin, end, entity_id, ""): tuple.__new__ skips the NamedTuple's __new__.
+      mentions = tuple(map(tuple.__new__, itertools.repeat(Mention),
+                           zip(begins, ends, ids, itertools.repeat(""))))
+      linked = len(ids) - ids.count(0)
     else:
-      added = self._resolve(found, text, taken, known)
-    linked = sum(1 for m in added if m.entity_id)
-    self._stats.count("annotate/output")
-    self._stats.count("annotate/mentions", len(added))
-    self._stats.count("annotate/linked", linked)
-    self._stats.observe("annotate/mentions_per_document", len(added))
-    self._mentions.inc(len(added))
-    self._linked.inc(linked)
-    mentions = (tuple(sorted(doc.mentions + tuple(added), key=lambda m: (m.begin, m.end)))
-                if doc.mentions else tuple(added))  # spaCy's entities come sorted
+      taken = [(m.begin, m.end) for m in doc.mentions]
+      added = self._resolve(found if annotators.cloud else zip(*found), text, taken, known)
+      linked = sum(1 for m in added if m.entity_id)
+      mentions = (tuple(sorted(doc.mentions + tuple(added), key=lambda m: (m.begin, m.end)))
+                  if doc.mentions else tuple(added))  # spaCy's entities come sorted
+    counts = self._counts
+    counts[0] += 1
+    counts[1] += len(mentions) - len(doc.mentions)
+    counts[2] += linked
+    self._stats.observe("annotate/mentions_per_document", len(mentions) - len(doc.mentions))
     return dataclasses.replace(doc, mentions=mentions)
 
   def _resolve(self, found, text: str, taken, known) -> List[Mention]:
-    """Mentions of the ``found`` spans that overlap no ``taken`` one, with ids from the
-    paragraph titles (``known``), else the Wikipedia page the backend names, else the linker."""
+    """Mentions of the ``found`` spans (``(begin, end, ...)``) that overlap no ``taken`` one,
+    with ids from the paragraph titles (``known``), else the Wikipedia page the backend names,
+    else the linker."""
     annotators = self._annotators
     added = []
     for span in found:

@@ -20,7 +20,6 @@ alias -> ``(total, ((entity_id, title, count), ...))`` with the entities sorted 
 from __future__ import annotations
 
 import dataclasses
-import re
 import unicodedata
 from typing import Dict, List, Tuple
 
@@ -32,7 +31,6 @@ _QUOTES = str.maketrans({
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'",
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"',
 })
-_SPACES = re.compile(r"\s+")
 _BATCH_ROWS = 65_536
 
 
@@ -64,6 +62,9 @@ def _is_edge(ch: str) -> bool:
 
 
 def _strip(text: str) -> str:
+  """``text`` without the whitespace and punctuation (Unicode P*) at its ends."""
+  if text and text[0].isalnum() and text[-1].isalnum():  # letters and digits are no edge
+    return text
   start, end = 0, len(text)
   while start < end and _is_edge(text[start]):
     start += 1
@@ -83,7 +84,12 @@ def normalize(text: str, lowercase: bool = True) -> str:
   text = unicodedata.normalize("NFKC", text)
   if lowercase:
     text = text.casefold()
-  text = _strip(_SPACES.sub(" ", text.translate(_QUOTES)))
+  if not text.isascii():  # the curly quotes are not ASCII
+    text = text.translate(_QUOTES)
+  # Whitespace runs to one space and the ends stripped: " ".join(split()) collapses the same
+  # runs (str.split and the regex's \s both use str.isspace) and strips whitespace at the
+  # ends, which _strip strips anyway.
+  text = _strip(" ".join(text.split()))
   if text[:4].lower() == "the ":
     text = _strip(text[4:])
   return text

@@ -149,72 +149,123 @@ class SpacyBackend:
     ``end`` is exclusive; offsets are Python ``str`` indices into that text.  All pieces of all
     texts go through one ``nlp.pipe(..., batch_size=batch_size)``.
     """
+    return [list(zip(*found)) for found in self._find(texts, True)]
+
+  def offsets(self, texts: Sequence[str]) -> List[Tuple[List[int], List[int]]]:
+    """Per text, the ``(begins, ends)`` of the spans :meth:`annotate` returns, as two lists
+    (the same spans, stats and ``labels`` filter, without the labels): what the annotation
+    stage needs, without a tuple and a label name per span."""
+    return [(begins, ends) for begins, ends, _ in self._find(texts, False)]
+
+  def _find(self, texts: Sequence[str], labelled: bool
+            ) -> List[Tuple[List[int], List[int], Optional[List[str]]]]:
+    """Per text, ``(begins, ends, label names)`` of its spans (names None unless
+    ``labelled``), its pieces' spans concatenated; counts the stats."""
     owners: List[Tuple[int, int]] = []  # (text index, piece offset) per piece
     pieces: List[str] = []
+    max_length = self.max_length
     for i, text in enumerate(texts):
-      split = split_for_length(text, self.max_length)
-      if len(split) > 1:
+      if len(text) <= max_length:  # the common case: one piece (none when empty)
+        if text:
+          owners.append((i, 0))
+          pieces.append(text)
+      else:
+        split = split_for_length(text, max_length)
         self.stats["ner/split_texts"] += 1
-      for offset, piece in split:
-        owners.append((i, offset))
-        pieces.append(piece)
+        for offset, piece in split:
+          owners.append((i, offset))
+          pieces.append(piece)
       self.stats["ner/characters"] += len(text)
     self.stats["ner/texts"] += len(texts)
-    result: List[List[Span]] = [[] for _ in texts]
+    result: List[Tuple[List[int], List[int], Optional[List[str]]]] = [
+        ([], [], [] if labelled else None) for _ in texts]
     if pieces:
       for (i, offset), doc in zip(owners, self.nlp.pipe(pieces, batch_size=self.batch_size)):
-        result[i].extend(self._spans(doc, offset))
-    for spans in result:  # in order: a doc's entities are, and its pieces follow each other
-      self.stats["ner/mentions"] += len(spans)
+        found = self._spans(doc, offset, labelled)
+        if found is None:
+          continue
+        mine = result[i]
+        if mine[0]:  # a later piece of a split text: in order, its pieces follow each other
+          for have, more in zip(mine, found):
+            if have is not None:
+              have.extend(more)
+        else:
+          result[i] = found
+    self.stats["ner/mentions"] += sum(len(begins) for begins, _, _ in result)
     return result
 
-
-  def _spans(self, doc, offset: int) -> List[Span]:
-    """The entity spans of one piece at ``offset``, computed on the token arrays (no Python
-    work per token, little per entity)."""
-    import numpy as np  # pylint: disable=g-import-not-at-top
-    found = _entity_arrays(doc)
+  def _spans(self, doc, offset: int, labelled: bool = True):
+    """``(begins, ends, label names or None)`` of the entities of one piece at ``offset``
+    (None when there is none), computed on the token arrays (no Python work per token, little
+    per entity)."""
+    found = _entity_arrays(doc, types=labelled or self.labels is not None)
     if found is None:
-      return []
+      return None
     begins, ends, label_ids = found
-    uniques, which = np.unique(label_ids, return_inverse=True)
-    names = []
-    for label_id in uniques.tolist():
-      name = self._label_names.get(label_id)
-      if name is None:
-        name = self._label_names[label_id] = self.nlp.vocab.strings[label_id]
-      names.append(name)
-    if self.labels is not None:
-      keep = np.array([n in self.labels for n in names])[which]
-      begins, ends, which = begins[keep], ends[keep], which[keep]
+    names = None
+    if label_ids is not None:
+      cache = self._label_names
+      names = list(map(cache.get, label_ids))
+      if None in names:
+        strings = self.nlp.vocab.strings
+        for label_id in label_ids:
+          if label_id not in cache:
+            cache[label_id] = strings[label_id]
+        names = list(map(cache.__getitem__, label_ids))
+      if self.labels is not None:
+        keep = [name in self.labels for name in names]
+        if not all(keep):
+          begins, ends, names = ([x for x, k in zip(xs, keep) if k]
+                                 for xs in (begins, ends, names))
+          if not begins:
+            return None
     if offset:
-      begins, ends = begins + offset, ends + offset
-    return list(zip(begins.tolist(), ends.tolist(), map(names.__getitem__, which.tolist())))
+      begins = [b + offset for b in begins]
+      ends = [e + offset for e in ends]
+    return begins, ends, names if labelled else None
 
 
 def _entity_offsets(doc) -> List[Tuple[int, int, int]]:
   """``(start_char, end_char, label id)`` of ``doc.ents``, in order (see
   :func:`_entity_arrays`)."""
   found = _entity_arrays(doc)
-  return [] if found is None else list(zip(*(a.tolist() for a in found)))
+  return [] if found is None else list(zip(*found))
 
 
-def _entity_arrays(doc):
-  """Arrays ``(start_char, end_char, label id)`` of ``doc.ents`` (None when there is none), in
-  order, from the token arrays
+_ATTRS: Dict[bool, List[int]] = {}  # with the label ids -> the attribute ids to read
+
+
+def _entity_arrays(doc, types: bool = True):
+  """Lists ``(start_char, end_char, label id or None)`` of ``doc.ents`` (None when there is
+  none), in order, from the token arrays
   (``ENT_IOB``: 3 begins an entity, 1 continues it) rather than one ``Span`` object per
-  entity: the same offsets (``IDX`` is a token's character offset, ``LENGTH`` its length),
-  without the objects."""
-  import numpy as np  # pylint: disable=g-import-not-at-top
-  from spacy.attrs import ENT_IOB, ENT_TYPE, IDX, LENGTH  # pylint: disable=g-import-not-at-top
-  if not len(doc):
+  entity: the same offsets (``IDX`` is a token's character offset; a token's text ends where
+  the next one starts, less the one space ``SPACY`` says follows it, or at the end of the
+  text), without the objects and without reading every token's length.  ``types`` False:
+  the label ids (``ENT_TYPE``) are not read (None in their place)."""
+  attrs = _ATTRS.get(types)
+  if attrs is None:
+    from spacy.attrs import ENT_IOB, ENT_TYPE, IDX, SPACY  # pylint: disable=g-import-not-at-top
+    attrs = _ATTRS[types] = [ENT_IOB, IDX, SPACY] + ([ENT_TYPE] if types else [])
+  n = len(doc)
+  if not n:
     return None
-  arr = doc.to_array([ENT_IOB, IDX, LENGTH]).astype(np.int64)
+  # One uint64 array (label ids are 64-bit hashes); no Python int is mixed into its
+  # arithmetic, which would make it float64.
+  arr = doc.to_array(attrs)
   iob = arr[:, 0]
-  starts = np.flatnonzero(iob == 3)
+  starts = (iob == 3).nonzero()[0]
   if not len(starts):
     return None
-  breaks = np.append(np.flatnonzero(iob != 1), len(iob))  # where an entity cannot go on
-  last = breaks[np.searchsorted(breaks, starts, side="right")] - 1
-  # Label ids are 64-bit hashes: read as they are (uint64), not through the int64 array.
-  return arr[starts, 1], arr[last, 1] + arr[last, 2], doc.to_array(ENT_TYPE)[starts]
+  breaks = (iob != 1).nonzero()[0]  # where an entity cannot go on
+  after = breaks.searchsorted(starts, "right")  # per entity, its first break after its start
+  idx, space = arr[:, 1], arr[:, 2]
+  if after[-1] == len(breaks):  # the last entity runs to the end of the text
+    following = breaks[after[:-1]]
+    ends = (idx[following] - space[following - 1]).tolist()
+    last = doc[n - 1]
+    ends.append(last.idx + len(last.text))
+  else:
+    following = breaks[after]  # the token after each entity
+    ends = (idx[following] - space[following - 1]).tolist()
+  return idx[starts].tolist(), ends, arr[starts, 3].tolist() if types else None

@@ -86,3 +86,52 @@ def test_most_linked_aliases_leave_out_stop_words_and_short_ascii():
   # and "京" too short, 東京 kept (two characters, not ASCII).
   assert most_linked_aliases(table, 10) == ["東京", "Paris", "Lutetia"]
   assert most_linked_aliases(table, 1) == ["東京"]
+
+
+def test_annotate_fn_mentions_and_counters(entities_dir):
+  # The DoFn without Beam: the lean path (no mentions yet, no titles) gives what the general
+  # one gives; mentions are Mention tuples; counters and the distribution are the sums over
+  # the documents, counted once a batch.
+  from apache_beam.utils import shared
+  from pipelines.beam.annotate import AnnotationConfig, _AnnotateFn
+  from pipelines.document import Document, Mention
+
+  config = AnnotationConfig(ner="spacy", linker="alias", entities_dir=entities_dir,
+                            linker_min_count=1, batch_size=2)
+  fn = _AnnotateFn(config, shared.Shared())
+  fn.setup()
+  fn.start_bundle()
+  text = "Paris lies in France. The seine flows; Xyzzy does not. paris!"
+  docs = [Document("a", text, "a"),
+          Document("b", "Nothing here.", "b"),
+          Document("c", text, "c"),  # the same text, in the next batch: annotated once
+          Document("d", "France and the Seine.", "d", mentions=(Mention(0, 6, 0, "France"),)),
+          Document("e", "", "e")]
+  out = [d for batch in (docs[:2], docs[2:4], docs[4:]) for d in fn.process(batch)]
+  assert [d.id for d in out] == ["a", "b", "c", "d", "e"]
+  found = fn._annotators.find([text])[0]
+  general = fn._resolve(zip(*found), text, [], {})
+  assert out[0].mentions == out[2].mentions == tuple(general)
+  assert [text[m.begin:m.end] for m in out[0].mentions] == ["Paris", "France", "seine", "paris"]
+  assert all(type(m) is Mention and m.entity_id and m.entity == "" for m in out[0].mentions)
+  assert out[1].mentions == () and out[4].mentions == ()
+  assert out[3].mentions[0] == Mention(0, 6, 0, "France")  # kept; the overlapping span dropped
+  assert ["Seine"] == ["France and the Seine."[m.begin:m.end] for m in out[3].mentions[1:]]
+  added = [len(d.mentions) - len(i.mentions) for d, i in zip(out, docs)]
+  stats = fn._stats
+  assert {k: stats.counters[k] for k in ("annotate/input", "annotate/output",
+                                         "annotate/mentions", "annotate/linked")} == {
+      "annotate/input": 5, "annotate/output": 5, "annotate/mentions": sum(added),
+      "annotate/linked": sum(1 for d, i in zip(out, docs) for m in d.mentions[len(i.mentions):]
+                             if m.entity_id)}
+  dist = stats.distributions["annotate/mentions_per_document"]
+  assert (dist.count, dist.total, dist.max) == (5, sum(added), max(added))
+  # An alias prior too strict to link anything: mentions, none linked.
+  strict = _AnnotateFn(AnnotationConfig(ner="spacy", linker="alias", entities_dir=entities_dir,
+                                        linker_min_count=99), shared.Shared())
+  strict.setup()
+  strict.start_bundle()
+  (doc,) = strict.process([Document("a", text, "a")])
+  assert [m.entity_id for m in doc.mentions] == [0, 0, 0, 0]
+  assert strict._stats.counters["annotate/mentions"] == 4
+  assert strict._stats.counters["annotate/linked"] == 0

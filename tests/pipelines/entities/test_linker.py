@@ -43,6 +43,41 @@ def test_normalize(text, lowercase, expected):
   assert normalize(text, lowercase) == expected
 
 
+def _normalize_by_the_rules(text, lowercase=True):
+  """normalize as its doc states it, step by step (the regex and a character loop): the
+  reference its fast paths (ASCII, letters at both ends, split/join) must agree with."""
+  import re
+  import unicodedata
+  from pipelines.entities.linker import _QUOTES
+
+  def strip(t):
+    edge = [c.isspace() or unicodedata.category(c).startswith("P") for c in t]
+    start, end = 0, len(t)
+    while start < end and edge[start]:
+      start += 1
+    while end > start and edge[end - 1]:
+      end -= 1
+    return t[start:end]
+
+  t = unicodedata.normalize("NFKC", text)
+  t = t.casefold() if lowercase else t
+  t = strip(re.sub(r"\s+", " ", t.translate(_QUOTES)))
+  return strip(t[4:]) if t[:4].lower() == "the " else t
+
+
+def test_normalize_equals_its_rules_on_random_text():
+  import random
+  rng = random.Random(5)
+  pieces = ["a", "Z", "7", "the", "The ", " ", "  ", "\t", "\n", "\u00a0", "\u2009", "\u3000",
+            "\x1c", "\x85", ".", ",", "-", "'", '"', "\u2019", "\u201c", "\u201d", "(", ")",
+            "\uff21", "\ufb01", "\u00df", "\u0130", "e\u0301", "\u2160", "\u00bd", "東京",
+            "🎉", "\u00e9", "$", "+", "_", "\u00bf"]
+  for _ in range(20000):
+    text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 8)))
+    for lowercase in (True, False):
+      assert normalize(text, lowercase) == _normalize_by_the_rules(text, lowercase), text
+
+
 def test_candidates_merge_and_commonness():
   linker = AliasLinker(_table(ROWS))
   # "Paris" and "paris" are one alias: 8 + 1 = 9 of 11 for Paris.

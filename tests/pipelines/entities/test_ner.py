@@ -154,3 +154,50 @@ def test_entity_offsets_equal_spacy_ents():
   assert [text[b:e] for b, e, _ in _entity_offsets(doc)] == [
       "New York", "Paris", "york", "東京", "new york"]
   assert _entity_offsets(nlp("")) == [] and _entity_offsets(nlp("nothing")) == []
+
+
+def test_entity_offsets_equal_spacy_ents_on_random_text():
+  # Ends read from the next token's offset and the space after a token (not from each token's
+  # length): entities at the very end (with and without a space after), before several
+  # spaces, newlines, non-breaking spaces, emoji; patterns with inner or trailing whitespace
+  # (whose entities can end in a whitespace token).
+  from pipelines.entities.ner import _entity_arrays, _entity_offsets
+  rng = random.Random(11)
+  nlp = ner.load_spacy("blank:en", ["Paris", "New York", "東京", "york", "a  b", "x ", "q\n"])
+  words = ["paris", "Paris", "New", "york", "東京", "a", "b", "x", "q", "🎉", "e\u0301", ".",
+           "the"]
+  seps = [" ", " ", " ", "  ", "\n", "\n\n", "\u00a0", "", "\t"]
+  found = 0
+  for _ in range(3000):
+    text = "".join(rng.choice(words) + rng.choice(seps) for _ in range(rng.randrange(0, 12)))
+    doc = nlp(text)
+    want = [(e.start_char, e.end_char, e.label) for e in doc.ents]
+    assert _entity_offsets(doc) == want, text
+    assert all(text[b:e] == s.text for (b, e, _), s in zip(want, doc.ents))
+    without = _entity_arrays(doc, types=False)
+    assert (without is None) == (not want)
+    if want:
+      assert without == ([b for b, _, _ in want], [e for _, e, _ in want], None)
+      found += len(want)
+      assert all(type(v) is int for b, e, t in want for v in (b, e, t))
+  assert found > 3000
+
+
+def test_offsets_are_the_spans_without_labels():
+  rng = random.Random(4)
+  words = ["paris", "Paris", "barack", "Obama", "東京", "🎉", "the", "city", ".", "\n\n", "Berlin"]
+  texts = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 40))) for _ in range(300)]
+  for labels in (None, frozenset({"CITY"}), frozenset()):
+    spans_backend = SpacyBackend(patterns=PATTERNS, max_length=50, batch_size=8, labels=labels)
+    offsets_backend = SpacyBackend(patterns=PATTERNS, max_length=50, batch_size=8, labels=labels)
+    for backend in (spans_backend, offsets_backend):
+      backend.nlp.get_pipe("entity_ruler").add_patterns([{"label": "CITY", "pattern": "Berlin"}])
+    spans = spans_backend.annotate(texts)
+    offsets = offsets_backend.offsets(texts)
+    assert offsets == [([b for b, _, _ in s], [e for _, e, _ in s]) for s in spans]
+    assert spans_backend.stats == offsets_backend.stats
+    assert spans_backend.stats["ner/split_texts"] > 0
+    if labels is None:
+      assert {label for s in spans for _, _, label in s} == {ENTITY_LABEL, "CITY"}
+    assert all(label in labels for s in spans for _, _, label in s) if labels is not None \
+        else True
