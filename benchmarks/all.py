@@ -65,6 +65,9 @@ import tempfile
 import time
 from typing import Dict, List, NamedTuple, Sequence, Tuple
 
+if not __package__:  # run as a script (python benchmarks/all.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from benchmarks import common
 from benchmarks.hotpotqa_throughput import docs_per_encode_call
 from pipelines import JOBS

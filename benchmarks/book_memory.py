@@ -25,7 +25,9 @@ import sys
 import tempfile
 import time
 
-from tests import REPO_ROOT
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLES = os.path.join(os.path.dirname(str(REPO_ROOT)), "shared", "samples", "narrativeqa")
 STORY_ID = "72ddeff1fe6bb9841d1c1da4b3031001bf6b1f58"

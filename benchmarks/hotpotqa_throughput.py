@@ -47,6 +47,9 @@ import sys
 import tempfile
 import time
 
+if not __package__:  # run as a script (python benchmarks/hotpotqa_throughput.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from benchmarks import common
 from pipelines.beam.config import RecordsConfig
 from pipelines.datasets.hotpotqa import reader

@@ -60,6 +60,9 @@ import tempfile
 import time
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
+if not __package__:  # run as a script (python benchmarks/job_cost.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from benchmarks import common
 from synthetic import job_inputs
 

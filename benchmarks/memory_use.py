@@ -27,6 +27,9 @@ import sys
 import time
 from typing import Dict, List, Sequence
 
+if not __package__:  # run as a script (python benchmarks/memory_use.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from benchmarks.common import spread
 from model import configs
 from schemas import records_dir

@@ -29,6 +29,9 @@ import sys
 import tempfile
 import time
 
+if not __package__:  # run as a script (python benchmarks/narrativeqa_memory.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from benchmarks.pipeline_memory import _status_kb, tree
 from schemas import records_dir
 

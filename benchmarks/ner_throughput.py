@@ -59,6 +59,9 @@ import tempfile
 import time
 from typing import Dict, List, Sequence, Tuple
 
+if not __package__:  # run as a script (python benchmarks/ner_throughput.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from benchmarks import common
 from schemas import records_dir
 

@@ -46,6 +46,9 @@ import tempfile
 import time
 from typing import Any, Dict, List, NamedTuple, Optional
 
+if not __package__:  # run as a script (python benchmarks/pipeline_memory.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from benchmarks import common
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

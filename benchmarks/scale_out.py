@@ -54,6 +54,9 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
+if not __package__:  # run as a script (python benchmarks/scale_out.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 from benchmarks import common
 from benchmarks.pipeline_memory import MODES, run_job
 

@@ -29,9 +29,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import statistics
 import tempfile
 import time
+
+if not __package__:  # run as a script (python benchmarks/wikipedia_throughput.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks import common
 

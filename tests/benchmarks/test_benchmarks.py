@@ -98,3 +98,18 @@ def test_memory_corpus_prints_its_stats_and_figure_last_and_refuses_a_second_bui
   assert again.returncode == 1 and "memory_corpus: error:" in again.stderr
   assert "earlier build" in again.stderr
   assert os.path.getmtime(result["splits"]["train"]["dump"]) == before
+
+
+SCRIPTS = sorted(n[:-3] for n in os.listdir(os.path.join(REPO, "benchmarks"))
+                 if n.endswith(".py") and n not in ("__init__.py", "common.py"))
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_benchmark_runs_as_a_script_from_anywhere(name, tmp_path):
+  """``python benchmarks/<name>.py --help`` (the path form, from another directory) works as
+  well as ``python -m benchmarks.<name>``: the benchmarks are not an installed package."""
+  proc = subprocess.run([sys.executable, os.path.join(REPO, "benchmarks", f"{name}.py"),
+                         "--help"], cwd=str(tmp_path), capture_output=True, text=True,
+                        timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+  assert proc.returncode == 0, proc.stderr[-2000:]
+  assert "usage:" in proc.stdout
