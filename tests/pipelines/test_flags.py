@@ -59,6 +59,9 @@ def test_beam_options_pass_through(small_input, tmp_path, capsys):
     (["--max_segments_per_document", "200"], "exceeds --segments_per_pack=128"),
     (["surplus"], "unexpected argument 'surplus'"),
     (["--deduplicate", "--nodeduplicate"], "not allowed with argument --deduplicate"),
+    (["--json_split_mb", "-1"], "--json_split_mb must be a number of MiB >= 0, got -1.0"),
+    (["--json_split_mb", "nan"], "--json_split_mb must be a number of MiB >= 0, got nan"),
+    (["--json_split_mb", "4M"], "argument --json_split_mb: invalid float value: '4M'"),
 ])
 def test_bad_values_are_usage_errors_before_any_work(extra, message, small_input, tmp_path,
                                                      capsys):
