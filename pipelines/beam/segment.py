@@ -149,9 +149,11 @@ class TokenizeAndSegmentFn(beam.DoFn):
       self._progress.update(len(chunk), lambda n, s: (
           f"{n:,} documents tokenised and segmented ({n / max(s, 1e-9):,.0f}/s)"))
 
-  def _observe(self, name: str, value: int) -> None:
-    self._dists[name].update(value)
-    self._stats.observe(f"segment/{name}", value)
+  def _observe(self, name: str, value: int, times: int = 1) -> None:
+    dist = self._dists[name]
+    for _ in range(times):
+      dist.update(value)
+    self._stats.observe(f"segment/{name}", value, times)
 
   def _segment(self, doc: Document, ctx, q_enc):
     tok = self._tokenizer
@@ -180,9 +182,10 @@ class TokenizeAndSegmentFn(beam.DoFn):
     self._segments.inc(stats["segments"])
     self._observe("tokens_per_document", len(ctx))
     self._observe("segments_per_document", stats["segments"])
-    for sub in subs:
-      for n in np.bincount(sub.mentions[:, 0], minlength=sub.num_segments).tolist():
-        self._observe("mentions_per_segment", n)
+    for sub in subs:  # one call per distinct count (most segments of a book have none)
+      per_segment = np.bincount(sub.mentions[:, 0], minlength=sub.num_segments)
+      for n, times in zip(*(a.tolist() for a in np.unique(per_segment, return_counts=True))):
+        self._observe("mentions_per_segment", n, times)
     side = json.dumps(doc.side_record(), ensure_ascii=False, sort_keys=True)
     labelled = None if q is None else bool(q.answers)
     yield Segmented(doc.id, doc.source_id, q.id if q else "", labelled, subs, side)

@@ -46,17 +46,26 @@ class Distribution:
       d.add(int(v))
     return d
 
-  def add(self, v: int) -> None:
+  def add(self, v: int, times: int = 1) -> None:
+    """Adds the value ``v`` ``times`` times (one call for a run of equal values)."""
     if v < 0:
       raise ValueError(f"Distribution values must be >= 0, got {v}")
-    self.min = v if self.count == 0 else min(self.min, v)
-    self.max = v if self.count == 0 else max(self.max, v)
-    self.count += 1
-    self.total += v
+    if times <= 0:
+      return
+    if self.count == 0:
+      self.min = self.max = v
+    elif v < self.min:
+      self.min = v
+    elif v > self.max:
+      self.max = v
+    self.count += times
+    self.total += v * times
     b = v.bit_length()
-    buckets = list(self.buckets) + [0] * max(0, b + 1 - len(self.buckets))
-    buckets[b] += 1
-    self.buckets = tuple(buckets)
+    buckets = self.buckets
+    if b < len(buckets):
+      self.buckets = buckets[:b] + (buckets[b] + times,) + buckets[b + 1:]
+    else:
+      self.buckets = buckets + (0,) * (b - len(buckets)) + (times,)
 
   def merge(self, other: "Distribution") -> "Distribution":
     if other.count == 0:
@@ -206,11 +215,12 @@ class BundleStats:
     for k, n in counters.items():
       self.count(prefix + k, n)
 
-  def observe(self, key: str, value: int) -> None:
+  def observe(self, key: str, value: int, times: int = 1) -> None:
+    """Adds ``value`` (``times`` times) to the :class:`Distribution` of ``key``."""
     d = self.distributions.get(key)
     if d is None:
       d = self.distributions[key] = Distribution()
-    d.add(int(value))
+    d.add(int(value), int(times))
 
   def tally(self, key: str, value: int) -> None:
     """Counts one occurrence of ``value`` in the :class:`ValueCounts` of ``key``."""

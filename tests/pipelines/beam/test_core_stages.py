@@ -48,6 +48,17 @@ def test_distribution_matches_a_direct_computation():
     Distribution().add(-1)
 
 
+def test_distribution_adds_runs_of_a_value_as_one_by_one():
+  import random  # pylint: disable=g-import-not-at-top
+  rng = random.Random(2)
+  for _ in range(200):
+    runs = [(rng.choice([0, 1, 3, 70, 5000]), rng.randrange(0, 4)) for _ in range(rng.randrange(6))]
+    bulk = Distribution()
+    for v, times in runs:
+      bulk.add(v, times)
+    assert bulk == Distribution.of([v for v, times in runs for _ in range(times)]), runs
+
+
 def test_sum_stats_sums_counters_and_merges_distributions_in_a_pipeline():
   parts = [{"a/x": 1, "a/d": Distribution.of([1, 2])}, {"a/x": 2},
            {"b/y": 5, "a/d": Distribution.of([40])}]
