@@ -65,13 +65,23 @@ def plan_ranges(chunks: Iterable[bytes], path: str, split_bytes: int = DEFAULT_S
                 max_item_chars: int = DEFAULT_MAX_ITEM_CHARS,
                 list_key: Optional[str] = None) -> List[JsonRange]:
   """The ranges of the file given as byte chunks (all of it), about ``split_bytes`` each; one
-  range (the whole file) if it has no item boundary past ``split_bytes``."""
+  range (the whole file) if it has no item boundary past ``split_bytes``.  A last range shorter
+  than half ``split_bytes`` joins the one before it."""
   if split_bytes <= 0:
     return [JsonRange(path)]
   checkpoints: List[Checkpoint] = []
-  for _ in read_json_stream(chunks, path, chunk_size, max_item_chars, list_key,
+  size = [0]
+
+  def counted(data_chunks):
+    for data in data_chunks:
+      size[0] += len(data)
+      yield data
+
+  for _ in read_json_stream(counted(chunks), path, chunk_size, max_item_chars, list_key,
                             checkpoints=checkpoints, checkpoint_every=split_bytes):
     pass
+  if checkpoints and size[0] - checkpoints[-1].byte < split_bytes / 2:
+    checkpoints.pop()
   starts: List[Optional[Checkpoint]] = [None, *checkpoints]
   stops: List[Optional[int]] = [c.byte for c in checkpoints] + [None]
   return [JsonRange(path, k, len(starts), start, stop)

@@ -168,3 +168,16 @@ def test_no_split_below_two_boundaries_and_when_disabled():
   data = b'[{"_id": 1}, {"_id": 2}]'
   assert _ranges(data, 10 ** 6, 64) == [JsonRange("f")]
   assert plan_ranges([data], "f", 0) == [JsonRange("f")]
+
+
+def test_a_short_last_range_joins_the_one_before():
+  data = b"[" + b", ".join(json.dumps({"_id": k, "v": "x" * 80}).encode()
+                           for k in range(50)) + b"]"
+  every = 1000
+  ranges = _ranges(data, every, 64)
+  last = len(data) - ranges[-1].start_byte
+  assert last >= every / 2 and ranges[-2].stop_byte - ranges[-2].start_byte <= 2 * every
+  # Without the merge the last checkpoint would have left a tail under half a range.
+  starts = [r.start_byte for r in _ranges(data, every, 64)]
+  assert all(b - a >= every / 2 for a, b in zip(starts, starts[1:] + [len(data)]))
+  assert _read(data, ranges, 64) == _whole(data, 64)
