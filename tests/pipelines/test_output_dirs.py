@@ -49,9 +49,17 @@ def _job(*args, module="pipelines.hotpotqa", timeout=300):
                         capture_output=True, text=True, timeout=timeout)
 
 
+def _sigint_default():
+  """In the child: Ctrl-C as in a terminal.  A test run started in the background by a script
+  (``cmd &``) has SIGINT ignored, which its children inherit, and Python then never raises
+  KeyboardInterrupt: the Ctrl-C test would see the job finish instead."""
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(*args, module="pipelines.hotpotqa"):
   return subprocess.Popen([sys.executable, "-m", module, *map(str, args)], cwd=REPO,
-                          env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          preexec_fn=_sigint_default)
 
 
 def _error_line(stderr, prog=PROG):
