@@ -113,19 +113,18 @@ class _PlanRangesFn(beam.DoFn):
     self._progress_every_s = progress_every_s
     self._list_key = list_key
 
-  def splittable(self, path: str) -> bool:
-    """Whether ``path`` is worth planning (readers of other kinds of file say no)."""
-    if self._split_bytes <= 0 or is_compressed(path):
-      return False
-    size = file_size(path)
-    return size is not None and size >= 2 * self._split_bytes
+  def splittable(self, path: str, size: Optional[int]) -> bool:
+    """Whether ``path`` (of ``size`` bytes, None if unknown) is worth planning (readers of
+    other kinds of file say no)."""
+    return (self._split_bytes > 0 and not is_compressed(path) and size is not None
+            and size >= 2 * self._split_bytes)
 
   def process(self, path: str):
-    if not self.splittable(path):
+    size = file_size(path)
+    if not self.splittable(path, size):
       yield JsonRange(path)
       return
     progress = Progress("read", every_s=self._progress_every_s)
-    size = file_size(path)
     source = ByteSource(path, self._chunk_size, lambda: progress.update(
         0, lambda _n, elapsed: f"{path}: planning ranges, {100.0 * source.bytes / size:.1f}%"))
     with source:

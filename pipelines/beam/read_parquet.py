@@ -50,8 +50,8 @@ class _PlanSourceRangesFn(read._PlanRangesFn):  # pylint: disable=protected-acce
   """A path -> its ranges: a Parquet file is one (read whole), a JSON file as
   :class:`pipelines.beam.read.ReadJsonRecords` plans it."""
 
-  def splittable(self, path: str) -> bool:
-    return super().splittable(path) and not is_parquet(path)
+  def splittable(self, path: str, size: Optional[int]) -> bool:
+    return super().splittable(path, size) and not is_parquet(path)
 
 
 class _ReadSourceRangeFn(read._ReadJsonRangeFn):  # pylint: disable=protected-access
