@@ -83,14 +83,18 @@ def _field(tag: int, payload: bytes) -> bytes:
   return bytes((tag,)) + _varint(len(payload)) + payload
 
 
+_MINUS_ONE = b"\xff" * 9 + b"\x01"  # int64 -1 as a varint
+
+
 def _packed_varints(values) -> bytes:
   """Protobuf varint encoding of an int64 sequence, vectorised with numpy.
 
   A record's features are mostly small non-negative ints with -1 as padding (character offsets,
-  indices), so that case has its own path: the 7-bit groups of the non-negative values are laid
-  out as a ``[n, width]`` uint8 table (``width`` <= 4 groups, from the largest value; the
-  continuation bit set on all but each value's last byte), compacted in one pass, and each -1
-  becomes its fixed ten bytes.  Other values take :func:`_packed_varints_wide`.
+  indices), so that case has its own path: the 7-bit groups of the values are laid out as a
+  ``[n, width]`` uint8 table (``width`` <= 4 groups, from the largest value; a group carries
+  the continuation bit when the value has a next group), compacted with one boolean mask, and
+  each -1 -- encoded as a one-byte 0 there -- is then replaced by its fixed ten bytes.  Other
+  values take :func:`_packed_varints_wide`.
   """
   v = np.asarray(values, dtype=np.int64).reshape(-1)
   if not v.size:
@@ -100,32 +104,38 @@ def _packed_varints(values) -> bytes:
     return v.astype(np.uint8).tobytes()
   if lo < -1 or hi >= 1 << 28:
     return _packed_varints_wide(v)
-  negative = v < 0 if lo < 0 else None
-  u = (v if negative is None else v[~negative]).astype(np.uint32)
+  u = v.astype(np.uint32)
+  negative = None
+  if lo < 0:
+    negative = v < 0
+    u[negative] = 0
   width = max(1, (max(hi, 0).bit_length() + 6) // 7)
-  nbytes = np.ones(u.size, dtype=np.uint8)
-  for k in range(1, width):
-    nbytes += u >= (1 << (7 * k))
+  more = [u >= (1 << (7 * k)) for k in range(1, width)]  # more[k - 1]: has a (k+1)-th group
   table = np.empty((u.size, width), dtype=np.uint8)
   for k in range(width):
-    table[:, k] = ((u >> (7 * k)) & 0x7F) | 0x80
+    group = (u >> (7 * k)) & 0x7F if k else u & 0x7F
+    if k + 1 < width:
+      group |= more[k].astype(np.uint32) << 7
+    table[:, k] = group
   flat = table.reshape(-1)
-  flat[np.arange(0, u.size * width, width) + nbytes - 1] &= 0x7F  # last byte: no continuation
   if width > 1:
     used = np.empty((u.size, width), dtype=bool)
     used[:, 0] = True
     for k in range(1, width):
-      used[:, k] = nbytes > k
-    flat = np.compress(used.reshape(-1), flat)
+      used[:, k] = more[k - 1]
+    flat = flat[used.reshape(-1)]
   if negative is None:
     return flat.tobytes()
-  sizes = np.full(v.size, 10, dtype=np.int64)  # -1: nine 0xFF then 0x01
-  sizes[~negative] = nbytes
-  ends = np.cumsum(sizes)
-  out = np.full(int(ends[-1]), 0xFF, dtype=np.uint8)
-  out[np.repeat(~negative, sizes)] = flat
-  out[ends[negative] - 1] = 0x01
-  return out.tobytes()
+  nbytes = np.ones(u.size, dtype=np.int64)
+  for m in more:
+    nbytes += m
+  data = flat.tobytes()
+  pieces, previous = [], 0
+  for at in (np.cumsum(nbytes) - 1)[negative].tolist():  # each -1's placeholder byte
+    pieces.append(data[previous:at])
+    previous = at + 1
+  pieces.append(data[previous:])
+  return _MINUS_ONE.join(pieces)
 
 
 def _packed_varints_wide(v: np.ndarray) -> bytes:

@@ -33,6 +33,21 @@ def test_int64_features_are_byte_for_byte_what_protobuf_serialises(low, high):
             == expected.SerializeToString(deterministic=True)), (low, high, n)
 
 
+@pytest.mark.parametrize("high", [1, 127, 128, 50_265, (1 << 21) + 5, (1 << 28) - 1])
+def test_int64_features_with_runs_of_minus_one_are_what_protobuf_serialises(high):
+  # -1 (padding: ten bytes each) at the ends, alone and in runs, between values of every width.
+  rng = np.random.default_rng(high)
+  for n in (1, 2, 5, 300):
+    for share in (0.0, 0.1, 0.5, 0.95, 1.0):
+      values = rng.integers(0, high, n, endpoint=True, dtype=np.int64)
+      runs = rng.random(n) < share
+      values[runs | np.roll(runs, 1) & (rng.random(n) < 0.5)] = -1
+      expected = example_proto.Example()
+      expected.features.feature["v"].int64_list.value.extend(values.tolist())
+      assert (example_proto.encode_example({"v": values}, {"v": "int64"})
+              == expected.SerializeToString(deterministic=True)), (high, n, share, values)
+
+
 def test_tfrecord_framing_round_trip_and_corruption():
   payloads = [b"", b"abc", bytes(range(256)) * 3]
   blob = b"".join(tfrecord_io.encode_record(p) for p in payloads)
