@@ -7,7 +7,8 @@ until the segmenter turns them into token indices.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, NamedTuple, Optional, Tuple
+import json
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from schemas import records
 
@@ -60,20 +61,51 @@ class Document:
 
   def side_record(self) -> Dict:
     """The documents side-file line (schemas/documents.py)."""
+    return {**self._side_fields(), "text": self.text,
+            "paragraphs": _paragraph_records(self.paragraphs)}
+
+  def _side_fields(self) -> Dict:
+    """:meth:`side_record` less the text and the paragraphs."""
     q = self.question
     extra = {"source_document_id": self.source_document_id} if self.source_document_id else {}
     return {**extra,
         "document_id": self.id,
         "question_id": q.id if q else "",
         "question": q.text if q else "",
-        "text": self.text,
         "answers": list(q.answers) if q else [],
         "answer_type": q.answer_type if q else records.ANSWER_TYPE_NONE,
-        "paragraphs": [{"title": p.title, "begin": p.begin, "end": p.end,
-                        "supporting": p.supporting,
-                        "sentences": [list(s) for s in p.sentences]} for p in self.paragraphs],
         "source_id": self.source_id,
     }
+
+
+def _paragraph_records(paragraphs: Tuple[Paragraph, ...]) -> List[Dict]:
+  return [{"title": p.title, "begin": p.begin, "end": p.end, "supporting": p.supporting,
+           "sentences": [list(s) for s in p.sentences]} for p in paragraphs]
+
+
+class SideLines:
+  """``json.dumps(doc.side_record(), ensure_ascii=False, sort_keys=True)``, the documents
+  side-file line, with the text and paragraphs of consecutive documents that read one text (a
+  story's questions: the same text and paragraphs objects) encoded once, not once per question.
+
+  The line is put together as ``json.dumps`` writes an object with the default separators: its
+  members ``"key": value`` in key order, joined by ``", "`` inside ``{}``.
+  """
+
+  def __init__(self):
+    self._last: Tuple[Any, Any, str, str] = (None, None, "", "")
+
+  def __call__(self, doc: Document) -> str:
+    if self._last[0] is not doc.text or self._last[1] is not doc.paragraphs:
+      self._last = (doc.text, doc.paragraphs, _dumps(doc.text),
+                    _dumps(_paragraph_records(doc.paragraphs)))
+    members = {k: _dumps(v) for k, v in doc._side_fields().items()}  # pylint: disable=protected-access
+    members["text"], members["paragraphs"] = self._last[2], self._last[3]
+    return "{" + ", ".join(f"{_dumps(k)}: {members[k]}" for k in sorted(members)) + "}"
+
+
+def _dumps(value: Any) -> str:
+  return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 class BadInput(ValueError):

@@ -139,8 +139,10 @@ class SpilledPackEncoder:
       for first in range(0, len(plan), self._packs_per_read):
         group = plan[first:first + self._packs_per_read]
         entries = {subs[i][2] for members in group for i in members}
-        data = spill.read(e.records for e in entries)
-        by_key = {sub.key: sub for e in entries for sub in spill.decode(data[e.records])}
+        data = spill.read({r for e in entries for r in (e.records, e.context) if r})
+        contexts = {e.context: spill.decode(data[e.context]) for e in entries if e.context}
+        by_key = {sub.key: sub.attached(contexts[e.context]) if e.context else sub
+                  for e in entries for sub in spill.decode(data[e.records])}
         for j, members in enumerate(group, first):
           missing = [subs[i][0] for i in members if subs[i][0] not in by_key]
           if missing:

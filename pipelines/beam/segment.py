@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import collections
 import concurrent.futures
-import json
-from typing import Deque, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Deque, Dict, List, NamedTuple, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -20,7 +19,7 @@ from pipelines.beam.parse import failure
 from pipelines.beam import spill
 from pipelines.beam.progress import Progress
 from pipelines.beam.stats import STATS, BundleStats
-from pipelines.document import Document
+from pipelines.document import Document, SideLines
 from pipelines.text.segmenter import SubDocument, entity_table, segment_document
 from pipelines.text.tokenizer import shared_tokenizer
 
@@ -100,6 +99,7 @@ class TokenizeAndSegmentFn(beam.DoFn):
 
   def start_bundle(self):
     self._stats = BundleStats()
+    self._side_lines = SideLines()
     self._waiting: List[Document] = []
     # (documents, (their texts, the distinct texts sent), encode_raw of the distinct texts)
     self._in_flight: Deque[Tuple[List[Document], Tuple[List[str], List[str]],
@@ -186,7 +186,7 @@ class TokenizeAndSegmentFn(beam.DoFn):
       per_segment = np.bincount(sub.mentions[:, 0], minlength=sub.num_segments)
       for n, times in zip(*(a.tolist() for a in np.unique(per_segment, return_counts=True))):
         self._observe("mentions_per_segment", n, times)
-    side = json.dumps(doc.side_record(), ensure_ascii=False, sort_keys=True)
+    side = self._side_lines(doc)
     labelled = None if q is None else bool(q.answers)
     yield Segmented(doc.id, doc.source_id, q.id if q else "", labelled, subs, side)
 
@@ -203,18 +203,37 @@ class _SpillFn(beam.DoFn):
 
   def start_bundle(self):
     self._writer = spill.SpillWriter(self._directory)
+    self._last_context: Tuple[Any, Optional[spill.Ref]] = (None, None)  # (tokens, their ref)
+
+  def _context_ref(self, subs: List[SubDocument]) -> Optional[spill.Ref]:
+    """Where the tokens the sub-documents slice lie, written on the first document that reads
+    them (the documents reading one text come one after the other); None: spill them inline."""
+    source = subs[0].context_source if subs else None
+    if source is None or any(s.context_source is not source for s in subs):
+      return None
+    if self._last_context[0] is not source:
+      ref = self._writer.write(spill.encode(source))
+      self._bytes.inc(ref.length)
+      self._last_context = (source, ref)
+    return self._last_context[1]
 
   def process(self, seg: Segmented):
-    records_ref = self._writer.write(spill.encode(seg.sub_documents))
+    subs = seg.sub_documents
+    context = self._context_ref(subs)
+    if context is not None:
+      subs = [s.detached() for s in subs]
+    records_ref = self._writer.write(spill.encode(subs))
     side_ref = self._writer.write(seg.side_line.encode("utf-8"))  # right after the records
     self._bytes.inc(records_ref.length + side_ref.length)
     yield spill.Entry(seg.id, seg.source_id, seg.question_id, seg.labelled,
-                      sum(s.num_segments for s in seg.sub_documents), len(seg.sub_documents),
+                      sum(s.num_segments for s in subs), len(subs),
                       records_ref.path, records_ref.offset, records_ref.length, side_ref.length,
-                      tuple(s.num_segments for s in seg.sub_documents))
+                      tuple(s.num_segments for s in subs),
+                      context.offset if context else -1, context.length if context else 0)
 
   def finish_bundle(self):
     self._writer.close()
+    self._last_context = (None, None)
 
 
 class TokenizeAndSegment(beam.PTransform):

@@ -38,7 +38,10 @@ class Entry(NamedTuple):
 
   ``labelled`` is None for a document without a question, else whether its question has an
   answer.  The document's spilled payloads lie at ``offset`` of ``path``: its sub-documents
-  (``records``, ``records_length`` bytes), then its documents side-file line (``side``).
+  (``records``, ``records_length`` bytes), then its documents side-file line (``side``).  When
+  ``context_offset >= 0`` the sub-documents were spilled without their context tokens, which
+  lie in ``context`` (the whole tokenised text, written once for all the documents of a
+  bundle that read it, e.g. a story's questions).
   Kept flat and small (~150 bytes pickled): a runner may buffer every entry between stages.
   """
   id: str
@@ -52,10 +55,18 @@ class Entry(NamedTuple):
   records_length: int
   side_length: int
   sub_segments: Tuple[int, ...]  # segments of each sub-document, in order
+  context_offset: int = -1
+  context_length: int = 0
 
   @property
   def records(self) -> Ref:
     return Ref(self.path, self.offset, self.records_length)
+
+  @property
+  def context(self) -> Optional[Ref]:
+    if self.context_offset < 0:
+      return None
+    return Ref(self.path, self.context_offset, self.context_length)
 
   @property
   def side(self) -> Ref:

@@ -104,10 +104,35 @@ class SubDocument:
   # When set, the mentions' last column indexes these entity keys (resolved to ids at pack
   # time, see ``entity_ids``) instead of holding ids.
   entity_keys: Tuple[str, ...] = ()
+  context_begin: int = 0  # where ``context`` starts in the document's tokens
+  # The document's tokens (``Encoded.compact``) that ``context`` is a slice of: one object for
+  # every sub-document of a tokenised text, and for every question reading that text, so the
+  # spill stage stores a story's tokens once, not once per question.  Not pickled.
+  context_source: Optional[Dict[str, np.ndarray]] = dataclasses.field(
+      default=None, compare=False, repr=False)
 
   @property
   def num_segments(self) -> int:
     return int(self.windows.shape[0])
+
+  @property
+  def context_length(self) -> int:
+    """Tokens in ``context``: the windows are relative to it and the last ends at its end."""
+    return int(self.windows[:, 1].max()) if len(self.windows) else 0
+
+  def detached(self) -> "SubDocument":
+    """This sub-document without its context tokens (stored once per text, apart): put them
+    back with :meth:`attached`."""
+    return dataclasses.replace(self, context={}, context_source=None)
+
+  def attached(self, source: Dict[str, np.ndarray]) -> "SubDocument":
+    """A :meth:`detached` sub-document with its context sliced from its document's tokens."""
+    lo, hi = self.context_begin, self.context_begin + self.context_length
+    if hi > len(source["ids"]):
+      raise ValueError(f"sub-document {self.key}: context [{lo}, {hi}) runs past its document's "
+                       f"{len(source['ids'])} tokens")
+    return dataclasses.replace(self, context={k: v[lo:hi] for k, v in source.items()},
+                               context_source=source)
 
   def fill(self, out: Dict[str, np.ndarray], row: int) -> None:
     """Writes TOKEN_FEATURES of the segments into ``out[name][row:row + S]`` (``[N, L]``
@@ -124,7 +149,7 @@ class SubDocument:
     blob = b"".join(np.ascontiguousarray(a).tobytes() for a in arrays)
     head = (self.key, self.document_id, self.question_id, self.sub_document_index,
             self.num_sub_documents, self.seq_length, self.special)
-    return _rebuild_sub_document, (head, meta, blob, self.entity_keys)
+    return _rebuild_sub_document, (head, meta, blob, self.entity_keys, self.context_begin)
 
   @property
   def tokens(self) -> Dict[str, np.ndarray]:
@@ -186,7 +211,7 @@ def lay_out(docs: Sequence[SubDocument], out: Dict[str, np.ndarray], row: int) -
   out["input_mask"][used] = np.arange(L)[None, :] < (last_sep - rows + 1)[:, None]
 
 
-def _rebuild_sub_document(head, meta, blob, entity_keys=()) -> SubDocument:
+def _rebuild_sub_document(head, meta, blob, entity_keys=(), context_begin=0) -> SubDocument:
   names, specs = meta
   arrays, pos = [], 0
   for dtype, shape in specs:
@@ -198,7 +223,7 @@ def _rebuild_sub_document(head, meta, blob, entity_keys=()) -> SubDocument:
   windows, answers, mentions = next(it), next(it), next(it)
   return SubDocument(*head, context=context, question=question, windows=windows,
                      segments=segments, answers=answers, mentions=mentions,
-                     entity_keys=tuple(entity_keys))
+                     entity_keys=tuple(entity_keys), context_begin=context_begin)
 
 
 # An entity key standing for a mention's own id (a document mixing keyed and id'd mentions).
@@ -391,9 +416,7 @@ def _compact(enc: Optional[Encoded], lo: int, hi: int) -> Dict[str, np.ndarray]:
   if enc is None:
     z = np.zeros(0, dtype=np.int32)
     return {"ids": z, "begins": z, "ends": z, "word_start": z.astype(np.int8)}
-  return {"ids": enc.ids[lo:hi].astype(np.int32), "begins": enc.begins[lo:hi].astype(np.int32),
-          "ends": enc.ends[lo:hi].astype(np.int32),
-          "word_start": enc.word_start[lo:hi].astype(np.int8)}
+  return {k: v[lo:hi] for k, v in enc.compact().items()}  # views: no copy per question
 
 
 def segment_document(document_id: str, question_id: str, context: Encoded,
@@ -470,7 +493,8 @@ def segment_document(document_id: str, question_id: str, context: Encoded,
         question_id=question_id, sub_document_index=k, num_sub_documents=num_sub,
         seq_length=L, special=special, context=_compact(context, c0, c1),
         question=q_arrays, windows=windows[lo:hi] - c0, segments=s_seg,
-        answers=local(ans_rows), mentions=local(men_rows), entity_keys=entity_keys))
+        answers=local(ans_rows), mentions=local(men_rows), entity_keys=entity_keys,
+        context_begin=c0, context_source=context.compact()))
   stats["documents"] += 1
   stats["sub_documents"] += num_sub
   stats["segments"] += W

@@ -223,6 +223,19 @@ class Encoded:
   def __len__(self) -> int:
     return len(self.ids)
 
+  def compact(self) -> Dict[str, np.ndarray]:
+    """The tokens as sub-documents carry them: int32 ``ids``, ``begins``, ``ends`` and int8
+    ``word_start``.  Computed once per instance and then shared (the same dict object each
+    call): every question of a story slices one copy of the story's tokens."""
+    cached = self.__dict__.get("_compact")
+    if cached is None:
+      cached = {"ids": self.ids.astype(np.int32), "begins": self.begins.astype(np.int32),
+                "ends": self.ends.astype(np.int32), "word_start": self.word_start.astype(np.int8)}
+      for a in cached.values():
+        a.flags.writeable = False
+      self.__dict__["_compact"] = cached
+    return cached
+
   @classmethod
   def build(cls, text: str, ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> "Encoded":
     ids_a = np.fromiter(ids, dtype=np.int64, count=len(ids))

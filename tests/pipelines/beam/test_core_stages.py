@@ -319,6 +319,58 @@ def test_spilled_packs_equal_in_memory_packs_whatever_the_read_chunk(tmp_path, p
   assert got_stats == want_stats
 
 
+@pytest.mark.parametrize("pickled", [False, True])
+def test_questions_over_one_story_spill_its_tokens_once_and_pack_the_same(tmp_path, pickled):
+  # Three questions of different lengths (so different windows and sub-document ranges) per
+  # story, as NarrativeQA's documents: the spill writes each story's tokens once and the
+  # questions' sub-documents without them; the packs read back equal PackEncoder's packs of the
+  # in-memory sub-documents.  Pickled between the stages (an unfused runner), the tokens
+  # travel inline as before.
+  import pickle  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.packing import PackEncoder, SpilledPackEncoder  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.segment import TokenizeAndSegmentFn, _SpillFn  # pylint: disable=g-import-not-at-top
+  from pipelines.text.segmenter import SegmenterConfig  # pylint: disable=g-import-not-at-top
+  cfg = RecordsConfig(segmenter=SegmenterConfig(seq_length=24, overlap=4,
+                                                max_segments_per_document=3,
+                                                max_question_tokens=8),
+                      segments_per_pack=4, batch_size=64)
+  stories = [" ".join(f"story{i}w{j}" for j in range(200 + 30 * i)) for i in range(3)]
+  docs = [Document(f"s{i}:{k}", story, f"qaps#{i * 3 + k}",
+                   question=Question(f"s{i}:{k}", " ".join(["why"] * (1 + 3 * k))))
+          for i, story in enumerate(stories) for k in range(3)]
+  fn = TokenizeAndSegmentFn(cfg)
+  fn.setup()
+  fn.start_bundle()
+  out = [x for d in docs for x in fn.process(d)] + [getattr(x, "value", x)
+                                                    for x in fn.finish_bundle()]
+  segmented = [x for x in out if hasattr(x, "sub_documents")]
+  assert len(segmented) == len(docs)
+  subs = sorted(((s.key, s) for x in segmented for s in x.sub_documents), key=lambda kv: kv[0])
+  assert len({tuple(s.windows.reshape(-1)) for _, s in subs}) > len(stories)  # windows differ
+  spill_fn = _SpillFn(str(tmp_path / "spill"))
+  spill_fn.setup()
+  spill_fn.start_bundle()
+  entries = [e for x in segmented
+             for e in spill_fn.process(pickle.loads(pickle.dumps(x)) if pickled else x)]
+  spill_fn.finish_bundle()
+  if pickled:
+    assert {e.context for e in entries} == {None}
+  else:
+    assert len({e.context for e in entries}) == len(stories)
+    assert all(e.context.offset < e.offset for e in entries)
+  pad = fn._tokenizer.pad_id  # pylint: disable=protected-access
+  want = list(PackEncoder(4, 24, pad)(3, subs)[0])
+  got, _ = SpilledPackEncoder(4, 24, pad, packs_per_read=2)(
+      3, sorted(((e.id, e) for e in entries), key=lambda kv: kv[0]))
+  assert len(want) > 3
+  assert list(got) == want
+  data = spill.read(e.records for e in entries)
+  spilled = [sub for e in entries for sub in spill.decode(data[e.records])]
+  assert all(bool(sub.context) == pickled for sub in spilled)  # the tokens: inline or apart
+  assert sorted(sub.context_begin for sub in spilled) == sorted(s.context_begin for _, s in subs)
+
+
 def test_entity_keys_of_mentions_resolve_to_ids_when_the_records_are_written():
   from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
   from pipelines.beam.packing import PackEncoder  # pylint: disable=g-import-not-at-top
