@@ -31,9 +31,9 @@ drift of a shared machine hits both sides alike; pair k runs every pipeline befo
   Wikipedia page's clean text from ``convert_page`` -- not the raw wikitext --, the parsed
   book, the TriviaQA document built from its evidence, the NarrativeQA story cut and
   joined), in the calls ``TokenizeAndSegmentFn`` makes: chunks of
-  ``min(CHUNK, batch_size)`` documents (a chunk is not cut between documents that read one
-  text), each call the distinct texts of its documents and then of their questions.  Only the
-  ``encode_batch`` calls are timed: reading, parsing, cleaning, labelling, segmenting, packing
+  ``min(CHUNK, batch_size)`` documents or fewer of ``CHUNK_CHARS`` characters (a chunk is not
+  cut between documents that read one text), each call the distinct texts of its documents and
+  then of their questions.  Only the ``encode_batch`` calls are timed: reading, parsing, cleaning, labelling, segmenting, packing
   and writing are the pipeline's overhead;
 * pipeline: the real job, ``pipelines.<name>.run(...)`` with the default ``RecordsConfig`` on
   the local FnApiRunner (in-memory, one process: what ``python -m pipelines.<name>`` runs
@@ -113,19 +113,24 @@ def scaled(n: int, scale: float) -> Tuple[int, float]:
 
 def encode_calls(docs, per_call: int) -> List[List[str]]:
   """The texts of ``TokenizeAndSegmentFn``'s ``encode_batch`` calls over ``docs`` (in order): a
-  chunk goes when it holds ``per_call`` documents and a document with another text comes; a
+  chunk goes when it holds ``per_call`` documents, or documents whose texts reach
+  ``TokenizeAndSegmentFn.CHUNK_CHARS`` characters, and a document with another text comes; a
   call encodes the chunk's distinct texts, its documents' then their questions'."""
-  calls, waiting = [], []
+  from pipelines.beam.segment import TokenizeAndSegmentFn  # pylint: disable=g-import-not-at-top
+  calls, waiting, chars = [], [], 0
 
   def submit():
     texts = [d.text for d in waiting] + [d.question.text for d in waiting if d.question]
     calls.append(list(dict.fromkeys(texts)))
 
   for doc in docs:
-    if len(waiting) >= per_call and doc.text is not waiting[-1].text:
+    new_text = not waiting or doc.text is not waiting[-1].text
+    if new_text and (len(waiting) >= per_call or chars >= TokenizeAndSegmentFn.CHUNK_CHARS):
       submit()
-      waiting = []
+      waiting, chars = [], 0
     waiting.append(doc)
+    if new_text:
+      chars += len(doc.text)
   if waiting:
     submit()
   return calls

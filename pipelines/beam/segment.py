@@ -60,9 +60,11 @@ class TokenizeAndSegmentFn(beam.DoFn):
   """Document -> Segmented (+ stats, dead letters), the tokenizer working beside Python.
 
   The tokenizer is built once per process (:func:`shared_tokenizer`, in ``setup``).  Documents
-  are tokenised in chunks of ``min(CHUNK, batch_size)`` with one ``encode_batch`` call each
-  (parallel threads in the Rust tokenizer, which releases the GIL), submitted to this instance's
-  tokenizing thread as soon as a chunk is full.  Finished chunks are segmented when the next
+  are tokenised in chunks of ``min(CHUNK, batch_size)`` documents, or fewer whose texts reach
+  ``CHUNK_CHARS`` characters (books, stories: else one call would tokenise a whole bundle of
+  books while nothing else runs, and then the segmenting would run while the tokenizer idles),
+  with one ``encode_batch`` call each (parallel threads in the Rust tokenizer, which releases
+  the GIL), submitted to this instance's tokenizing thread as soon as a chunk is full.  Finished chunks are segmented when the next
   documents arrive, so the tokenizer works while this thread parses, labels, segments and
   spills the documents before and after it; at most ``batch_size`` documents (rounded up to a
   chunk) wait in flight, and ``finish_bundle`` segments the rest.  Outputs therefore leave a
@@ -71,6 +73,7 @@ class TokenizeAndSegmentFn(beam.DoFn):
   never depends on which chunk it was tokenised in.
   """
   CHUNK = 64
+  CHUNK_CHARS = 1 << 21  # ~0.6 s of tokenising on two cores
 
   def __init__(self, config: RecordsConfig, fingerprint: Optional[str] = None):
     self._config = config
@@ -101,6 +104,7 @@ class TokenizeAndSegmentFn(beam.DoFn):
     self._stats = BundleStats()
     self._side_lines = SideLines()
     self._waiting: List[Document] = []
+    self._waiting_chars = 0  # of the waiting documents' distinct texts
     # (documents, (their texts, the distinct texts sent), encode_raw of the distinct texts)
     self._in_flight: Deque[Tuple[List[Document], Tuple[List[str], List[str]],
                                  concurrent.futures.Future]] = collections.deque()
@@ -110,9 +114,13 @@ class TokenizeAndSegmentFn(beam.DoFn):
     # A full chunk goes when a document with another text comes: documents that read one
     # text (NarrativeQA's questions of a story, one after the other) share a chunk, and the
     # text is tokenised once.
-    if len(self._waiting) >= self._chunk and doc.text is not self._waiting[-1].text:
+    new_text = not self._waiting or doc.text is not self._waiting[-1].text
+    if new_text and (len(self._waiting) >= self._chunk
+                     or self._waiting_chars >= self.CHUNK_CHARS):
       self._submit()
     self._waiting.append(doc)
+    if new_text:
+      self._waiting_chars += len(doc.text)
     yield from self._segment_ready(wait=False)
 
   def finish_bundle(self):
@@ -125,7 +133,7 @@ class TokenizeAndSegmentFn(beam.DoFn):
     yield from self._stats.emit()
 
   def _submit(self) -> None:
-    chunk, self._waiting = self._waiting, []
+    chunk, self._waiting, self._waiting_chars = self._waiting, [], 0
     if chunk:
       texts = [d.text for d in chunk] + [d.question.text for d in chunk if d.question]
       unique = list(dict.fromkeys(texts))  # a text several documents read: tokenised once

@@ -5,9 +5,11 @@ every document is segmented.  Holding the segmented documents until then is what
 grow with the input (a runner buffers a PCollection in memory until its consumers may run).
 Instead, each bundle of the segment stage appends its documents' payloads to one temporary file
 under ``<output_dir>/.tmp/spill/`` as they are produced, and only a small :class:`Entry` per
-document (ids, sizes, where its payload lies) travels on through Beam.  Once the shard count is
-known, each shard's writer reads back just its own documents, so a worker holds one shard's
-documents at a time (bounded by ``--segments_per_shard``), whatever the input size.
+document (ids, sizes, where its payload lies) travels on through Beam.  Once the shard count
+is known, each shard's writer reads back just its own documents, so a worker holds one shard's
+documents at a time (bounded by ``--segments_per_shard``), whatever the input size.  The tokens
+of a text that several documents read one after the other (a story's questions) are written
+once per bundle, and those documents' sub-documents without them (``SubDocument.detached``).
 
 A retried bundle writes a new file (the failed attempt's entries are never committed, so its
 file is never read); the job's whole ``.tmp/`` directory is deleted once the output is complete

@@ -371,6 +371,42 @@ def test_questions_over_one_story_spill_its_tokens_once_and_pack_the_same(tmp_pa
   assert sorted(sub.context_begin for sub in spilled) == sorted(s.context_begin for _, s in subs)
 
 
+def test_long_texts_are_tokenised_in_chunks_of_chars_never_cut_inside_a_story(monkeypatch):
+  # Books and stories: a chunk goes once its distinct texts reach CHUNK_CHARS (not only at
+  # CHUNK documents), never between two questions reading one story; the segments are the
+  # same whatever the chunks.
+  from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.segment import TokenizeAndSegmentFn  # pylint: disable=g-import-not-at-top
+  texts = [" ".join(f"t{i}w{j}" for j in range(50 + 20 * i)) for i in range(6)]
+  docs = [Document(f"s{i}:{k}", text, f"q#{i}.{k}", question=Question(f"s{i}:{k}", f"q {k}?"))
+          for i, text in enumerate(texts) for k in range(1 + i % 3)]
+
+  def run(chunk_chars):
+    monkeypatch.setattr(TokenizeAndSegmentFn, "CHUNK_CHARS", chunk_chars)
+    fn = TokenizeAndSegmentFn(RecordsConfig(batch_size=1000))
+    fn.setup()
+    calls = []
+    real = fn._tokenizer.encode_raw  # pylint: disable=protected-access
+    monkeypatch.setattr(fn._tokenizer, "encode_raw",  # pylint: disable=protected-access
+                        lambda batch: calls.append(list(batch)) or real(batch))
+    fn.start_bundle()
+    out = [x for d in docs for x in fn.process(d)] + [getattr(x, "value", x)
+                                                      for x in fn.finish_bundle()]
+    fn.teardown()
+    segs = {x.id: [s.tokens["token_ids"].tolist() for s in x.sub_documents]
+            for x in out if hasattr(x, "sub_documents")}
+    return calls, segs
+
+  one_call, want = run(1 << 30)
+  assert len(one_call) == 1
+  calls, got = run(2 * len(texts[2]))
+  assert got == want
+  stories = [[t for t in call if t in texts] for call in calls]
+  assert [t for call in stories for t in call] == texts  # each story in exactly one call
+  assert [len(c) for c in stories] == [3, 2, 1]
+  assert all(sum(map(len, c[:-1])) < 2 * len(texts[2]) for c in stories)
+
+
 def test_entity_keys_of_mentions_resolve_to_ids_when_the_records_are_written():
   from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
   from pipelines.beam.packing import PackEncoder  # pylint: disable=g-import-not-at-top
