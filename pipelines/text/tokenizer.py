@@ -17,7 +17,7 @@ import functools
 import hashlib
 import itertools
 import json
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -223,18 +223,26 @@ class Encoded:
   def __len__(self) -> int:
     return len(self.ids)
 
+  def memo(self, name: str, make: Callable[[], Any]) -> Any:
+    """``make()``, computed once per instance and name: what segmenting derives from a text's
+    tokens alone, shared by every question that reads the text."""
+    memo = self.__dict__.setdefault("_memo", {})
+    if name not in memo:
+      memo[name] = make()
+    return memo[name]
+
   def compact(self) -> Dict[str, np.ndarray]:
     """The tokens as sub-documents carry them: int32 ``ids``, ``begins``, ``ends`` and int8
     ``word_start``.  Computed once per instance and then shared (the same dict object each
     call): every question of a story slices one copy of the story's tokens."""
-    cached = self.__dict__.get("_compact")
-    if cached is None:
-      cached = {"ids": self.ids.astype(np.int32), "begins": self.begins.astype(np.int32),
-                "ends": self.ends.astype(np.int32), "word_start": self.word_start.astype(np.int8)}
-      for a in cached.values():
+    def make():
+      out = {"ids": self.ids.astype(np.int32), "begins": self.begins.astype(np.int32),
+             "ends": self.ends.astype(np.int32), "word_start": self.word_start.astype(np.int8)}
+      for a in out.values():
         a.flags.writeable = False
-      self.__dict__["_compact"] = cached
-    return cached
+      return out
+
+    return self.memo("compact", make)
 
   @classmethod
   def build(cls, text: str, ids: Sequence[int], offsets: Sequence[Tuple[int, int]]) -> "Encoded":
