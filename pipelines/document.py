@@ -86,7 +86,8 @@ def _paragraph_records(paragraphs: Tuple[Paragraph, ...]) -> List[Dict]:
 class SideLines:
   """``json.dumps(doc.side_record(), ensure_ascii=False, sort_keys=True)``, the documents
   side-file line, with the text and paragraphs of consecutive documents that read one text (a
-  story's questions: the same text and paragraphs objects) encoded once, not once per question.
+  story's questions: ``source_document_id`` set, the same text and paragraphs objects) encoded
+  once, not once per question.
 
   The line is put together as ``json.dumps`` writes an object with the default separators: its
   members ``"key": value`` in key order, joined by ``", "`` inside ``{}``.
@@ -96,6 +97,8 @@ class SideLines:
     self._last: Tuple[Any, Any, str, str] = (None, None, "", "")
 
   def __call__(self, doc: Document) -> str:
+    if not doc.source_document_id:  # no other document reads this text
+      return _dumps(doc.side_record())
     if self._last[0] is not doc.text or self._last[1] is not doc.paragraphs:
       self._last = (doc.text, doc.paragraphs, _dumps(doc.text),
                     _dumps(_paragraph_records(doc.paragraphs)))

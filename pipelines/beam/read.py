@@ -122,7 +122,7 @@ class _PlanRangesFn(beam.DoFn):
   def process(self, path: str):
     size = file_size(path)
     if not self.splittable(path, size):
-      yield JsonRange(path)
+      yield JsonRange(path, file_size=size)
       return
     progress = Progress("read", every_s=self._progress_every_s)
     source = ByteSource(path, self._chunk_size, lambda: progress.update(
@@ -133,7 +133,8 @@ class _PlanRangesFn(beam.DoFn):
     progress.done(lambda _n, elapsed: (
         f"{path}: {len(ranges):,} range(s) of ~{self._split_bytes / 1e6:,.1f} MB planned in "
         f"{elapsed:,.1f} s ({source.bytes / 1e6 / max(elapsed, 1e-9):,.0f} MB/s)"))
-    yield from ranges
+    for rng in ranges:  # the readers need not ask the file system again
+      yield rng._replace(file_size=size)
 
 
 class _ReadJsonRangeFn(beam.DoFn):
@@ -162,7 +163,7 @@ class _ReadJsonRangeFn(beam.DoFn):
     if rng.count > 1 and rng.number == 0:
       stats["read/splits"] = rng.count
     name = path if rng.count == 1 else f"{path} [range {rng.number + 1}/{rng.count}]"
-    size = file_size(path)
+    size = rng.file_size if rng.file_size is not None else file_size(path)
     start = time.monotonic()
     progress = Progress("read", every_s=self._progress_every_s)
     dead = 0

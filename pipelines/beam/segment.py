@@ -54,6 +54,9 @@ class Segmented(NamedTuple):
   labelled: Optional[bool]  # None: no question
   sub_documents: List[SubDocument]
   side_line: str
+  # Other documents read the same text (``Document.source_document_id``): the spill stage
+  # stores its tokens once for all of them.
+  shared: bool = False
 
 
 class TokenizeAndSegmentFn(beam.DoFn):
@@ -64,9 +67,9 @@ class TokenizeAndSegmentFn(beam.DoFn):
   ``CHUNK_CHARS`` characters (books, stories: else one call would tokenise a whole bundle of
   books while nothing else runs, and then the segmenting would run while the tokenizer idles),
   with one ``encode_batch`` call each (parallel threads in the Rust tokenizer, which releases
-  the GIL), submitted to this instance's tokenizing thread as soon as a chunk is full.  Finished chunks are segmented when the next
-  documents arrive, so the tokenizer works while this thread parses, labels, segments and
-  spills the documents before and after it; at most ``batch_size`` documents (rounded up to a
+  the GIL), submitted to this instance's tokenizing thread as soon as a chunk is full.
+  Finished chunks are segmented when the next documents arrive, so the tokenizer works while
+  this thread parses, labels, segments and spills the documents before and after it; at most ``batch_size`` documents (rounded up to a
   chunk) wait in flight, and ``finish_bundle`` segments the rest.  Outputs therefore leave a
   few elements after their inputs: in the global window of these batch pipelines that changes
   nothing (every output of ``finish_bundle`` is globally windowed), and a document's output
@@ -196,7 +199,8 @@ class TokenizeAndSegmentFn(beam.DoFn):
         self._observe("mentions_per_segment", n, times)
     side = self._side_lines(doc)
     labelled = None if q is None else bool(q.answers)
-    yield Segmented(doc.id, doc.source_id, q.id if q else "", labelled, subs, side)
+    yield Segmented(doc.id, doc.source_id, q.id if q else "", labelled, subs, side,
+                    bool(doc.source_document_id))
 
 
 class _SpillFn(beam.DoFn):
@@ -227,7 +231,7 @@ class _SpillFn(beam.DoFn):
 
   def process(self, seg: Segmented):
     subs = seg.sub_documents
-    context = self._context_ref(subs)
+    context = self._context_ref(subs) if seg.shared else None
     if context is not None:
       subs = [s.detached() for s in subs]
     records_ref = self._writer.write(spill.encode(subs))

@@ -44,12 +44,14 @@ Checkpoint = Union[ListCheckpoint, LineCheckpoint]
 
 class JsonRange(NamedTuple):
   """Range ``number`` of the ``count`` ranges of the file at ``path``: from ``start`` (None:
-  the file's start) to ``stop_byte`` (None: its end)."""
+  the file's start) to ``stop_byte`` (None: its end).  ``file_size``: the whole file's size
+  when the planner knew it (for progress lines; None: unknown)."""
   path: str
   number: int = 0
   count: int = 1
   start: Optional[Checkpoint] = None
   stop_byte: Optional[int] = None
+  file_size: Optional[int] = None
 
   @property
   def start_byte(self) -> int:

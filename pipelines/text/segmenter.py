@@ -297,15 +297,22 @@ def _last_at_most(edges: List[int], lo: int, hi: int) -> int:
   return -1
 
 
-def window_edges(word_start: np.ndarray, char_start: Optional[np.ndarray] = None
-                 ) -> Tuple[List[int], Optional[List[int]]]:
-  """The tokens :func:`context_windows` may cut before: (word starts that are also character
-  starts, character starts or None), as sorted lists."""
-  ws = np.asarray(word_start, dtype=bool)
-  if char_start is None:
-    return np.flatnonzero(ws).tolist(), None
-  char_start = np.asarray(char_start, dtype=bool)
-  return np.flatnonzero(ws & char_start).tolist(), np.flatnonzero(char_start).tolist()
+class WindowEdges:
+  """The tokens :func:`context_windows` may cut before, as sorted lists: ``words`` (word starts
+  that are also character starts) and :meth:`chars` (character starts, listed on the first
+  call: only text without word starts for a while needs them; None: every token)."""
+
+  def __init__(self, word_start: np.ndarray, char_start: Optional[np.ndarray] = None):
+    ws = np.asarray(word_start, dtype=bool)
+    self._char_start = None if char_start is None else np.asarray(char_start, dtype=bool)
+    self.words: List[int] = np.flatnonzero(
+        ws if self._char_start is None else ws & self._char_start).tolist()
+    self._chars: Optional[List[int]] = None
+
+  def chars(self) -> Optional[List[int]]:
+    if self._chars is None and self._char_start is not None:
+      self._chars = np.flatnonzero(self._char_start).tolist()
+    return self._chars
 
 
 _WORD, _CHAR, _HARD = 2, 1, 0  # edge tiers, best first
@@ -314,9 +321,11 @@ _WORD, _CHAR, _HARD = 2, 1, 0  # edge tiers, best first
 def context_windows(word_start: np.ndarray, budget: int, overlap: int,
                     stats: collections.Counter,
                     char_start: Optional[np.ndarray] = None,
-                    edges: Optional[Tuple[List[int], Optional[List[int]]]] = None
-                    ) -> List[Tuple[int, int]]:
+                    edges: Optional[WindowEdges] = None) -> List[Tuple[int, int]]:
   """Half-open windows ``[s, e)`` covering ``n = len(word_start)`` tokens.
+
+  ``edges``: the :class:`WindowEdges` of ``word_start`` and ``char_start``, when already
+  computed (a story read by several questions); then ``char_start`` is not read.
 
   ``char_start`` (:func:`character_starts`; None: every token starts a character) marks the
   tokens a window may start or end before without cutting a character; a word start that is
@@ -342,10 +351,13 @@ def context_windows(word_start: np.ndarray, budget: int, overlap: int,
   n = len(word_start)
   if budget <= overlap or overlap < 0:
     raise ValueError(f"budget={budget} must exceed overlap={overlap} >= 0")
-  words, chars = edges if edges is not None else window_edges(word_start, char_start)
+  if edges is None:
+    edges = WindowEdges(word_start, char_start)
+  words = edges.words
   half = (budget - overlap + 1) // 2
 
   def last_char(lo: int, hi: int) -> int:
+    chars = edges.chars()
     return hi if chars is None else _last_at_most(chars, lo, hi)
 
   def best(lo: int, hi: int) -> Tuple[int, int]:
@@ -452,7 +464,7 @@ def segment_document(document_id: str, question_id: str, context: Encoded,
   if n == 0:
     raise BadInput("empty_context", "the document has no tokens")
   # The edges depend on the text alone: computed once for all the questions reading it.
-  edges = context.memo("window_edges", lambda: window_edges(
+  edges = context.memo("window_edges", lambda: WindowEdges(
       context.word_start, character_starts(context.begins, context.ends)))
   windows = np.asarray(context_windows(context.word_start, budget, config.overlap, stats,
                                        edges=edges), dtype=np.int64).reshape(-1, 2)

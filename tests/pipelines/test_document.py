@@ -19,8 +19,8 @@ def test_side_lines_equal_json_dumps_of_the_side_record_and_reuse_a_story():
   docs = [Document(f"s:{k}", story, f"qaps#{k}", paragraphs, question=q, source_document_id="s")
           for k, q in enumerate(questions)]
   docs += [Document("other", "plain text", "f.txt", mentions=(Mention(0, 5, 3),)),
-           Document("s:9", story, "qaps#9", paragraphs[:1]),  # same text, other paragraphs
-           Document("again", story[:-1] + "!", "x#0", paragraphs)]
+           Document("s:9", story, "qaps#9", paragraphs[:1], source_document_id="s"),  # other paragraphs
+           Document("t:0", story[:-1] + "!", "x#0", paragraphs, source_document_id="t")]
   lines = SideLines()
   for doc in docs:
     line = lines(doc)
@@ -30,8 +30,8 @@ def test_side_lines_equal_json_dumps_of_the_side_record_and_reuse_a_story():
 
 def test_side_lines_encode_a_shared_story_once(monkeypatch):
   story = "one long story " * 100
-  docs = [Document(f"s:{k}", story, f"q#{k}", question=Question(f"q{k}", f"why {k}?"))
-          for k in range(5)]
+  docs = [Document(f"s:{k}", story, f"q#{k}", question=Question(f"q{k}", f"why {k}?"),
+                   source_document_id="s") for k in range(5)]
   encoded = []
   real = json.dumps
 

@@ -337,8 +337,10 @@ def test_questions_over_one_story_spill_its_tokens_once_and_pack_the_same(tmp_pa
                       segments_per_pack=4, batch_size=64)
   stories = [" ".join(f"story{i}w{j}" for j in range(200 + 30 * i)) for i in range(3)]
   docs = [Document(f"s{i}:{k}", story, f"qaps#{i * 3 + k}",
-                   question=Question(f"s{i}:{k}", " ".join(["why"] * (1 + 3 * k))))
+                   question=Question(f"s{i}:{k}", " ".join(["why"] * (1 + 3 * k))),
+                   source_document_id=f"s{i}")
           for i, story in enumerate(stories) for k in range(3)]
+  docs.append(Document("alone", "a text no other document reads " * 30, "other#0"))
   fn = TokenizeAndSegmentFn(cfg)
   fn.setup()
   fn.start_bundle()
@@ -357,8 +359,10 @@ def test_questions_over_one_story_spill_its_tokens_once_and_pack_the_same(tmp_pa
   if pickled:
     assert {e.context for e in entries} == {None}
   else:
-    assert len({e.context for e in entries}) == len(stories)
-    assert all(e.context.offset < e.offset for e in entries)
+    shared = [e for e in entries if e.id != "alone"]
+    assert len({e.context for e in shared}) == len(stories)
+    assert all(e.context.offset < e.offset for e in shared)
+    assert [e.context for e in entries if e.id == "alone"] == [None]  # read by one: inline
   pad = fn._tokenizer.pad_id  # pylint: disable=protected-access
   want = list(PackEncoder(4, 24, pad)(3, subs)[0])
   got, _ = SpilledPackEncoder(4, 24, pad, packs_per_read=2)(
@@ -367,7 +371,8 @@ def test_questions_over_one_story_spill_its_tokens_once_and_pack_the_same(tmp_pa
   assert list(got) == want
   data = spill.read(e.records for e in entries)
   spilled = [sub for e in entries for sub in spill.decode(data[e.records])]
-  assert all(bool(sub.context) == pickled for sub in spilled)  # the tokens: inline or apart
+  assert all(bool(sub.context) == (pickled or sub.document_id == "alone")
+             for sub in spilled)  # the tokens: inline or apart
   assert sorted(sub.context_begin for sub in spilled) == sorted(s.context_begin for _, s in subs)
 
 

@@ -556,3 +556,20 @@ def _split_summary(dicts):
   if splits == len(dicts) > 20:
     return total, "n", "n"
   return total, splits, len(dicts)
+
+
+def test_the_file_size_is_asked_once_per_file_not_once_per_range(tmp_path, monkeypatch):
+  # On gs:// each size is a metadata request: the planner's answer travels in the ranges.
+  from pipelines.beam import read  # pylint: disable=g-import-not-at-top
+  data = json_list([json.dumps({"_id": f"q{k}", "text": "word " * 30}) for k in range(200)])
+  path = tmp_path / "big.json"
+  path.write_text(data)
+  asked = []
+  real = read.file_size
+  monkeypatch.setattr(read, "file_size", lambda p: asked.append(p) or real(p))
+  with TestPipeline(runner=FnApiRunner()) as p:
+    out = p | ReadJsonRecords([str(path)], split_bytes=1000)
+    assert_that(out[STATS] | beam.Map(lambda d: d.get("read/splits", 0))
+                | beam.CombineGlobally(sum) | beam.Map(lambda n: n > 20), equal_to([True]),
+                label="ranges")
+  assert asked == [str(path)]
