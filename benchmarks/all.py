@@ -26,7 +26,9 @@ Each pair times, for every pipeline one right after the other (bare, then the pi
 drift of a shared machine hits both sides alike; pair k runs every pipeline before pair k+1):
 
 * bare: HF ``tokenizers`` ``encode_batch`` (no special tokens) on a freshly built tokenizer
-  (word cache cold, like a new pipeline worker's) over exactly the texts the pipeline
+  (word cache cold, like a new pipeline worker's), in a fresh interpreter like the pipeline
+  (every tokenizer built in one process makes the next ones slower: 6.4 s -> 8.6 s over five
+  HotpotQA passes, which flattered the later pairs' ratios), over exactly the texts the pipeline
   tokenises, got from the job's own reader functions (HotpotQA's ``parse_record``, the
   Wikipedia page's clean text from ``convert_page`` -- not the raw wikitext --, the parsed
   book, the TriviaQA document built from its evidence, the NarrativeQA story cut and
@@ -59,6 +61,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import statistics
 import sys
 import tempfile
@@ -79,6 +82,7 @@ from synthetic.job_inputs import MIN_WORDS
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MIN_PAIRS = 3
+BARE = "bare"  # --child's first argument for the bare pass
 # Input sizes at --scale 1.0 (each pipeline run ~10-30 s on 2 cores).
 HOTPOTQA_QUESTIONS = 8000
 WIKIPEDIA_PAGES, WIKIPEDIA_WORDS_PER_PAGE = 3000, 700
@@ -232,6 +236,22 @@ def bare_encode(calls: Sequence[Sequence[str]]) -> Tuple[float, int]:
   return seconds, tokens
 
 
+def bare_child(calls_path: str) -> None:
+  """The measured bare pass (in a fresh interpreter, as the pipeline: a long-lived parent's
+  tokenizer runs measurably slower pair after pair); prints its figures as JSON."""
+  with open(calls_path, "rb") as f:
+    calls = pickle.load(f)
+  seconds, tokens = bare_encode(calls)
+  print(json.dumps({"seconds": seconds, "tokens": tokens}))
+
+
+def bare_run(job: Job, calls_path: str) -> Tuple[float, int]:
+  """Runs :func:`bare_child` on ``job``'s calls (pickled at ``calls_path``)."""
+  r = common.child_run("benchmarks.all", [BARE, calls_path, calls_path + ".none", "-"],
+                       calls_path + ".none", ROOT)
+  return r["seconds"], r["tokens"]
+
+
 def pipeline_child(name: str, input_pattern: str, out_dir: str, evidence_dir: str) -> None:
   """The measured pipeline run (in a fresh interpreter); prints its figures as JSON."""
   import importlib  # pylint: disable=g-import-not-at-top
@@ -288,7 +308,10 @@ def main() -> None:
   ap.add_argument("--child", nargs=4, default=None, help=argparse.SUPPRESS)
   args = ap.parse_args()
   if args.child:
-    pipeline_child(*args.child)
+    if args.child[0] == BARE:
+      bare_child(args.child[1])
+    else:
+      pipeline_child(*args.child)
     return
   common.check_pairs(ap, args.pairs, MIN_PAIRS)
   if not args.scale > 0:
@@ -309,9 +332,14 @@ def main() -> None:
           f"their questions'); {args.pairs} pair(s), interleaved", flush=True)
     pairs: Dict[str, List[Dict]] = {name: [] for name in names}
     tokens: Dict[str, int] = {}
+    calls_paths = {}
+    for job in jobs:
+      calls_paths[job.name] = os.path.join(tmp, f"{job.name}.calls.pickle")
+      with open(calls_paths[job.name], "wb") as f:
+        pickle.dump(job.calls, f, protocol=pickle.HIGHEST_PROTOCOL)
     for k in range(args.pairs):
       for job in jobs:
-        bare_s, tokens[job.name] = bare_encode(job.calls)
+        bare_s, tokens[job.name] = bare_run(job, calls_paths[job.name])
         r = pipeline_run(job, os.path.join(tmp, f"out_{job.name}_{k}"))
         n = tokens[job.name]
         pair = {"bare_s": bare_s, "pipeline_s": r["seconds"], "wall_s": r["wall"],
