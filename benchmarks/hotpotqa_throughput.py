@@ -9,7 +9,9 @@ Each pair times, one right after the other on the same input:
   HF ``tokenizers`` ``encode_batch`` calls of as many documents as one of the pipeline's
   ``encode_batch`` calls (``min(TokenizeAndSegmentFn.CHUNK, --batch_size)`` documents: their
   texts, then their questions), on a freshly built tokenizer (word cache cold, like a new
-  pipeline worker's);
+  pipeline worker's), in a fresh interpreter like the pipeline (each tokenizer built in one
+  process makes the next ones slower: the bare pass drifted up pair after pair when it ran in
+  this process, which flattered the later ratios);
 * pipeline: the real job, ``pipelines.hotpotqa.run(...)`` with the default ``RecordsConfig``
   on the local FnApiRunner (in-memory, one process: what ``python -m pipelines.hotpotqa``
   runs without Beam flags), end to end: read, parse, dedup, tokenise, segment, pack,
@@ -59,6 +61,7 @@ from synthetic import hotpotqa as synthetic_hotpotqa
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MIN_PAIRS = 5
+BARE = "bare"  # --child's first argument for the bare pass
 
 
 def docs_per_encode_call(config: RecordsConfig) -> int:
@@ -100,6 +103,23 @@ def pipeline_child(path: str, out_dir: str) -> None:
   tokens = (m.get("distributions") or {}).get("tokens_per_document") or {}
   print(json.dumps({"seconds": seconds, "counts": m["counts"], "examples": m["examples"],
                     "context_tokens": tokens.get("sum")}))
+
+
+def bare_child(path: str) -> None:
+  """The measured bare pass over the questions at ``path`` (in a fresh interpreter, as the
+  pipeline: each tokenizer built in one process makes the next ones slower, which flattered the
+  later pairs when this ran in the benchmark's process); prints its figures as JSON."""
+  with open(path, encoding="utf-8") as f:
+    docs = [reader.parse_record(r, str(i))[0] for i, r in enumerate(json.load(f))]
+  seconds, tokens, context_tokens = bare_encode(docs, docs_per_encode_call(RecordsConfig()))
+  print(json.dumps({"seconds": seconds, "tokens": tokens, "context_tokens": context_tokens}))
+
+
+def bare_run(path: str, tmp: str):
+  """Runs :func:`bare_child` in a fresh interpreter: (seconds, tokens, context tokens)."""
+  r = common.child_run("benchmarks.hotpotqa_throughput", [BARE, path],
+                       os.path.join(tmp, "bare.none"), ROOT)
+  return r["seconds"], r["tokens"], r["context_tokens"]
 
 
 def pipeline_run(path: str, out_dir: str) -> dict:
@@ -164,7 +184,10 @@ def main() -> None:
   ap.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
   args = ap.parse_args()
   if args.child:
-    pipeline_child(*args.child)
+    if args.child[0] == BARE:
+      bare_child(args.child[1])
+    else:
+      pipeline_child(*args.child)
     return
   common.check_pairs(ap, args.pairs, MIN_PAIRS)
   config = RecordsConfig()
@@ -177,14 +200,13 @@ def main() -> None:
                                                     zipf_sentences=2), f)
     with open(path, encoding="utf-8") as f:
       raw = json.load(f)
-    docs = [reader.parse_record(r, str(i))[0] for i, r in enumerate(raw)]
     per_call = docs_per_encode_call(config)
     print(f"questions={len(raw)} ({os.path.getsize(path) / 1e6:.1f} MB JSON); bare "
           f"encode_batch calls of {per_call} documents (their texts, then their questions)",
           flush=True)
     pairs = []
     for k in range(args.pairs):
-      bare_s, tokens, context_tokens = bare_encode(docs, per_call)
+      bare_s, tokens, context_tokens = bare_run(path, tmp)
       r = pipeline_run(path, os.path.join(tmp, f"out{k}"))
       if r["counts"]["written"] != len(raw):
         raise SystemExit(f"the pipeline wrote {r['counts']} of {len(raw)} questions")
