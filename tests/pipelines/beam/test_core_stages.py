@@ -279,22 +279,10 @@ def test_a_failed_write_behind_is_raised_in_the_caller():
   assert calls == [b"\x00", b"\x01"]  # nothing written after the failure
 
 
-@pytest.mark.parametrize("packs_per_read", [1, 2, 1000])
-def test_spilled_packs_equal_in_memory_packs_whatever_the_read_chunk(tmp_path, packs_per_read):
-  # Documents of several sub-documents (max 3 segments each) in packs of 4 segments: packs
-  # planned from the entries alone and read back a few at a time must equal PackEncoder's
-  # packs of the in-memory sub-documents, byte for byte.
-  from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
-  from pipelines.beam.packing import PackEncoder, SpilledPackEncoder  # pylint: disable=g-import-not-at-top
-  from pipelines.beam.segment import TokenizeAndSegmentFn, _SpillFn  # pylint: disable=g-import-not-at-top
-  from pipelines.text.segmenter import SegmenterConfig  # pylint: disable=g-import-not-at-top
-  cfg = RecordsConfig(segmenter=SegmenterConfig(seq_length=24, overlap=4,
-                                                max_segments_per_document=3,
-                                                max_question_tokens=6),
-                      segments_per_pack=4, batch_size=3)
-  docs = [Document(f"d{i}", " ".join(f"word{i}x{j}" for j in range(7 + 23 * i)), f"f#{i}",
-                   question=Question(f"q{i}", "which word?") if i % 2 else None)
-          for i in range(7)]
+def _segment_all(cfg, docs):
+  """(the set-up TokenizeAndSegmentFn, its Segmented outputs for ``docs`` in one bundle, their
+  sub-documents as sorted (key, sub-document) pairs)."""
+  from pipelines.beam.segment import TokenizeAndSegmentFn  # pylint: disable=g-import-not-at-top
   fn = TokenizeAndSegmentFn(cfg)
   fn.setup()
   fn.start_bundle()
@@ -303,6 +291,26 @@ def test_spilled_packs_equal_in_memory_packs_whatever_the_read_chunk(tmp_path, p
   segmented = [x for x in out if hasattr(x, "sub_documents")]
   assert len(segmented) == len(docs)
   subs = sorted(((s.key, s) for x in segmented for s in x.sub_documents), key=lambda kv: kv[0])
+  return fn, segmented, subs
+
+
+@pytest.mark.parametrize("packs_per_read", [1, 2, 1000])
+def test_spilled_packs_equal_in_memory_packs_whatever_the_read_chunk(tmp_path, packs_per_read):
+  # Documents of several sub-documents (max 3 segments each) in packs of 4 segments: packs
+  # planned from the entries alone and read back a few at a time must equal PackEncoder's
+  # packs of the in-memory sub-documents, byte for byte.
+  from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.packing import PackEncoder, SpilledPackEncoder  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.segment import _SpillFn  # pylint: disable=g-import-not-at-top
+  from pipelines.text.segmenter import SegmenterConfig  # pylint: disable=g-import-not-at-top
+  cfg = RecordsConfig(segmenter=SegmenterConfig(seq_length=24, overlap=4,
+                                                max_segments_per_document=3,
+                                                max_question_tokens=6),
+                      segments_per_pack=4, batch_size=3)
+  docs = [Document(f"d{i}", " ".join(f"word{i}x{j}" for j in range(7 + 23 * i)), f"f#{i}",
+                   question=Question(f"q{i}", "which word?") if i % 2 else None)
+          for i in range(7)]
+  fn, segmented, subs = _segment_all(cfg, docs)
   assert max(s.sub_document_index for _, s in subs) >= 2
   spill_fn = _SpillFn(str(tmp_path / "spill"))
   spill_fn.setup()
@@ -329,7 +337,7 @@ def test_questions_over_one_story_spill_its_tokens_once_and_pack_the_same(tmp_pa
   import pickle  # pylint: disable=g-import-not-at-top
   from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
   from pipelines.beam.packing import PackEncoder, SpilledPackEncoder  # pylint: disable=g-import-not-at-top
-  from pipelines.beam.segment import TokenizeAndSegmentFn, _SpillFn  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.segment import _SpillFn  # pylint: disable=g-import-not-at-top
   from pipelines.text.segmenter import SegmenterConfig  # pylint: disable=g-import-not-at-top
   cfg = RecordsConfig(segmenter=SegmenterConfig(seq_length=24, overlap=4,
                                                 max_segments_per_document=3,
@@ -341,14 +349,7 @@ def test_questions_over_one_story_spill_its_tokens_once_and_pack_the_same(tmp_pa
                    source_document_id=f"s{i}")
           for i, story in enumerate(stories) for k in range(3)]
   docs.append(Document("alone", "a text no other document reads " * 30, "other#0"))
-  fn = TokenizeAndSegmentFn(cfg)
-  fn.setup()
-  fn.start_bundle()
-  out = [x for d in docs for x in fn.process(d)] + [getattr(x, "value", x)
-                                                    for x in fn.finish_bundle()]
-  segmented = [x for x in out if hasattr(x, "sub_documents")]
-  assert len(segmented) == len(docs)
-  subs = sorted(((s.key, s) for x in segmented for s in x.sub_documents), key=lambda kv: kv[0])
+  fn, segmented, subs = _segment_all(cfg, docs)
   assert len({tuple(s.windows.reshape(-1)) for _, s in subs}) > len(stories)  # windows differ
   spill_fn = _SpillFn(str(tmp_path / "spill"))
   spill_fn.setup()
