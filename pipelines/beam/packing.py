@@ -140,7 +140,7 @@ class SpilledPackEncoder:
         group = plan[first:first + self._packs_per_read]
         entries = {subs[i][2] for members in group for i in members}
         data = spill.read({r for e in entries for r in (e.records, e.context) if r})
-        contexts = {e.context: spill.decode(data[e.context]) for e in entries if e.context}
+        contexts = {ref: spill.decode(data[ref]) for ref in {e.context for e in entries} if ref}
         by_key = {sub.key: sub.attached(contexts[e.context]) if e.context else sub
                   for e in entries for sub in spill.decode(data[e.records])}
         for j, members in enumerate(group, first):
