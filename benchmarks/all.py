@@ -35,8 +35,8 @@ drift of a shared machine hits both sides alike; pair k runs every pipeline befo
   joined), in the calls ``TokenizeAndSegmentFn`` makes: chunks of
   ``min(CHUNK, batch_size)`` documents or fewer of ``CHUNK_CHARS`` characters (a chunk is not
   cut between documents that read one text), each call the distinct texts of its documents and
-  then of their questions.  Only the ``encode_batch`` calls are timed: reading, parsing, cleaning, labelling, segmenting, packing
-  and writing are the pipeline's overhead;
+  then of their questions.  Only the ``encode_batch`` calls are timed: reading, parsing,
+  cleaning, labelling, segmenting, packing and writing are the pipeline's overhead;
 * pipeline: the real job, ``pipelines.<name>.run(...)`` with the default ``RecordsConfig`` on
   the local FnApiRunner (in-memory, one process: what ``python -m pipelines.<name>`` runs
   without Beam flags), end to end, in a fresh interpreter (``common.child_run``); the time is
@@ -129,7 +129,7 @@ def encode_calls(docs, per_call: int) -> List[List[str]]:
 
   for doc in docs:
     new_text = not waiting or doc.text is not waiting[-1].text
-    if new_text and (len(waiting) >= per_call or chars >= TokenizeAndSegmentFn.CHUNK_CHARS):
+    if new_text and TokenizeAndSegmentFn.chunk_full(len(waiting), chars, per_call):
       submit()
       waiting, chars = [], 0
     waiting.append(doc)

@@ -85,6 +85,12 @@ class TokenizeAndSegmentFn(beam.DoFn):
     self._chunk = max(1, min(self.CHUNK, config.batch_size))
     self._max_in_flight = max(config.batch_size, self._chunk)
 
+  @classmethod
+  def chunk_full(cls, documents: int, chars: int, per_chunk: int) -> bool:
+    """Whether a waiting chunk of ``documents`` whose distinct texts hold ``chars`` characters
+    goes to the tokenizer (once a document with another text comes)."""
+    return documents >= per_chunk or chars >= cls.CHUNK_CHARS
+
   def setup(self):
     self._tokenizer = shared_tokenizer(self._config.tokenizer)
     if self._fingerprint and self._tokenizer.fingerprint != self._fingerprint:
@@ -118,8 +124,7 @@ class TokenizeAndSegmentFn(beam.DoFn):
     # text (NarrativeQA's questions of a story, one after the other) share a chunk, and the
     # text is tokenised once.
     new_text = not self._waiting or doc.text is not self._waiting[-1].text
-    if new_text and (len(self._waiting) >= self._chunk
-                     or self._waiting_chars >= self.CHUNK_CHARS):
+    if new_text and self.chunk_full(len(self._waiting), self._waiting_chars, self._chunk):
       self._submit()
     self._waiting.append(doc)
     if new_text:
