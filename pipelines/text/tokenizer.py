@@ -78,6 +78,8 @@ class Tokenizer:
         k: int(self._tok.token_to_id(v)) for k, v in SPECIAL_TOKENS.items()}
     self.vocab_size = int(self._tok.get_vocab_size(with_added_tokens=True))
     self._offsets = _OffsetTables(self._tok)
+    # The wrapped tokenizers.Tokenizer's (the implementation class does not expose it)
+    self._encode_fast = self._tok._tokenizer.encode_batch_fast  # pylint: disable=protected-access
     h = hashlib.sha256()
     for part in (vocab_bytes, merges_bytes, json.dumps(SPECIAL_TOKENS, sort_keys=True).encode(),
                  b"add_prefix_space=False;trim_offsets=True"):
@@ -100,13 +102,18 @@ class Tokenizer:
 
   def encode_batch(self, texts: Sequence[str]) -> List["Encoded"]:
     """Tokenises texts (in parallel threads) without adding special tokens."""
-    return self._build(texts, self._tok.encode_batch(list(texts), add_special_tokens=False))
+    return self._build(texts, self.encode_raw(texts))
 
   def encode_raw(self, texts: Sequence[str]):
     """The backend's encodings of ``texts`` (no special tokens): the Rust part alone, which
     releases the GIL, so a caller may run it in a thread while Python works; :meth:`build`
-    turns the result into :class:`Encoded`."""
-    return self._tok.encode_batch(list(texts), add_special_tokens=False)
+    turns the result into :class:`Encoded`.
+
+    Encoded with ``encode_batch_fast``: the same ids as ``encode_batch`` without its
+    character offsets (byte offsets instead), which :class:`_OffsetTables` computes from the
+    ids in bulk anyway.  On HotpotQA-like text it is ~30% faster, and its encodings are ~10x
+    cheaper to free (a Python thread frees them, holding the GIL)."""
+    return self._encode_fast(list(texts), add_special_tokens=False)
 
   def build(self, texts: Sequence[str], encodings) -> List["Encoded"]:
     """:class:`Encoded` (ids, character offsets, word starts) from :meth:`encode_raw`."""
@@ -117,8 +124,10 @@ class Tokenizer:
     for text, enc in zip(texts, encodings):
       ids = np.array(enc.ids, dtype=np.int64)
       offsets = self._offsets.char_offsets(text, ids)
-      if offsets is None:  # not byte-for-byte the text (cannot happen with byte-level BPE)
-        out.append(Encoded.build(text, ids, enc.offsets))
+      if offsets is None:  # not byte-for-byte the text (cannot happen with byte-level BPE):
+        # the backend's character offsets (the fast encodings hold byte offsets)
+        out.append(Encoded.build(
+            text, ids, self._tok.encode(text, add_special_tokens=False).offsets))
       else:
         out.append(Encoded(ids, offsets[0], offsets[1], word_starts(text, *offsets)))
     return out

@@ -135,3 +135,15 @@ def test_bulk_offsets_equal_the_tokenizers_own(tok):
     for text, enc, ref in zip(batch, ours, theirs):
       assert enc.ids.tolist() == ref.ids, text
       assert list(zip(enc.begins.tolist(), enc.ends.tolist())) == ref.offsets, repr(text)
+
+
+def test_offsets_fall_back_to_the_backends_character_offsets(tok, monkeypatch):
+  """When the bulk offsets do not apply, the offsets are the backend's character offsets --
+  not the byte offsets of the fast encodings the ids come from (they differ past ``é``)."""
+  text = "Café au lait, 日本 and </s> more"
+  ref = tok.backend.encode(text, add_special_tokens=False)
+  monkeypatch.setattr(tok._offsets, "char_offsets", lambda text, ids: None)
+  enc = tok.encode_batch([text])[0]
+  assert enc.ids.tolist() == ref.ids
+  assert list(zip(enc.begins.tolist(), enc.ends.tolist())) == ref.offsets
+  assert ref.offsets[-1][1] == len(text) < len(text.encode("utf-8"))
