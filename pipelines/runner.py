@@ -19,8 +19,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
+import gc
 import json
 import logging
 import sys
@@ -61,6 +63,30 @@ def manifest_header(job: str, config: RecordsConfig, input_pattern: str,
 
 
 _LOCAL_RUNNERS = (None, "DirectRunner", "direct", "FnApiRunner")
+# Allocations (less deallocations) between two young-generation garbage collections during a
+# local run; CPython's default is 700.
+GC_YOUNG_THRESHOLD = 50_000
+
+
+@contextlib.contextmanager
+def fewer_gc_passes():
+  """Runs the body with the cyclic garbage collector's young threshold at least
+  :data:`GC_YOUNG_THRESHOLD`, then restores the thresholds.
+
+  A local run allocates millions of short-lived objects (parsed JSON, token arrays, records)
+  while it holds many long-lived ones (documents in flight, Beam's graph); at the default 700
+  the collector ran ~1,200 young, ~110 middle and ~5 full passes in a HotpotQA run of 8,000
+  questions, ~0.7 s of its ~14 s on the one Python thread every stage shares; at 50,000, a few
+  young passes and 0.05 s.  Reference counting frees nearly everything the stages make (the
+  peak memory did not change); only cycles wait for the less frequent passes.  The thresholds
+  are process-wide, hence restored after the run (a caller's own setting is kept if higher).
+  """
+  old = gc.get_threshold()
+  gc.set_threshold(max(old[0], GC_YOUNG_THRESHOLD), *old[1:])
+  try:
+    yield
+  finally:
+    gc.set_threshold(*old)
 
 
 def is_local(beam_args: Optional[Sequence[str]]) -> bool:
@@ -149,9 +175,10 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
     p = make_pipeline(beam_args)
     build(p, [i["path"] for i in inputs], output_dir, config, header, not local)
     try:
-      result = p.run()
-      if not submit_only:
-        result.wait_until_finish()
+      with fewer_gc_passes() if local else contextlib.nullcontext():
+        result = p.run()
+        if not submit_only:
+          result.wait_until_finish()
     except BaseException:
       writer.clean_up_failed_run(output_dir, existed)
       raise

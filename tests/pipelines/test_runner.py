@@ -113,3 +113,36 @@ def test_logging_shows_our_lines_and_the_dataflow_job_url_only(capsys):
   runner.setup_logging("WARNING")
   logging.getLogger("pipelines").info("quiet")
   assert "quiet" not in capsys.readouterr().err
+
+
+def test_a_local_run_collects_young_garbage_less_often_and_restores_the_thresholds(
+    small_input, tmp_path, capsys, monkeypatch):
+  """The job runs with the young threshold raised (seen from inside the pipeline's run) and
+  the process' thresholds are back afterwards, also when the run fails; a caller's higher
+  threshold is kept."""
+  import gc  # pylint: disable=g-import-not-at-top
+  import apache_beam as beam  # pylint: disable=g-import-not-at-top
+  seen = []
+  real_run = beam.Pipeline.run
+
+  def run(p, *args, **kwargs):
+    seen.append(gc.get_threshold())
+    return real_run(p, *args, **kwargs)
+
+  monkeypatch.setattr(beam.Pipeline, "run", run)
+  before = gc.get_threshold()
+  try:
+    gc.set_threshold(700, 10, 10)
+    assert run_main(["--input", small_input, "--output_dir", str(tmp_path / "o"),
+                     "--log_level", "WARNING"], capsys)[0] == 0
+    assert seen == [(runner.GC_YOUNG_THRESHOLD, 10, 10)]
+    assert gc.get_threshold() == (700, 10, 10)
+    with pytest.raises(RuntimeError), runner.fewer_gc_passes():
+      assert gc.get_threshold() == (runner.GC_YOUNG_THRESHOLD, 10, 10)
+      raise RuntimeError("a failed run")
+    assert gc.get_threshold() == (700, 10, 10)
+    gc.set_threshold(10 * runner.GC_YOUNG_THRESHOLD, 5, 5)
+    with runner.fewer_gc_passes():
+      assert gc.get_threshold() == (10 * runner.GC_YOUNG_THRESHOLD, 5, 5)
+  finally:
+    gc.set_threshold(*before)
