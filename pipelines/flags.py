@@ -62,7 +62,9 @@ def new_parser(prog: str, description: str, example: str) -> schema_cli.Parser:
                   help="JSON inputs (a list, a {\"Data\": [...]} object, JSON lines) of at "
                        "least twice this many MiB are read in byte ranges of about this size "
                        "by all workers, with the records of a whole-file read; compressed "
-                       "files are read whole; 0: every file whole (default: %(default)g)")
+                       "files are read whole, and so is every file when the job runs on one "
+                       "worker (a local run in the default in-memory mode); 0: every file "
+                       "whole (default: %(default)g)")
   bool_flag(io, "wait", True,
             "wait for the job and print its summary; --nowait submits it to a remote runner "
             "(Dataflow) and exits, as a Flex Template launch must (the job still writes "

@@ -146,3 +146,34 @@ def test_a_local_run_collects_young_garbage_less_often_and_restores_the_threshol
       assert gc.get_threshold() == (10 * runner.GC_YOUNG_THRESHOLD, 5, 5)
   finally:
     gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize("beam_args, workers", [
+    ([], 1), (["--direct_num_workers=4"], 1),  # in-memory: one thread runs every bundle
+    (["--direct_running_mode=multi_threading", "--direct_num_workers=3"], 3),
+    (["--direct_running_mode=multi_processing", "--direct_num_workers=1"], 1),
+    (["--direct_running_mode=multi_processing", "--direct_num_workers=0"], os.cpu_count()),
+])
+def test_local_workers(beam_args, workers):
+  assert runner.local_workers(beam_args) == workers
+
+
+def test_a_run_on_one_worker_reads_a_json_file_whole_and_several_workers_in_ranges(
+    tmp_path, capsys):
+  """The same file, big enough for ~1 KB ranges: read whole (no ``splits``) in the default
+  in-memory mode, in ranges on two worker threads; the records are the same."""
+  path = write_json(tmp_path / "in.json", [
+      hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARAS) for i in range(40)])
+  assert os.path.getsize(path) > 6000
+  outputs = {}
+  for name, beam_args in (("one", []), ("two", ["--direct_running_mode=multi_threading",
+                                                "--direct_num_workers=2"])):
+    out = tmp_path / name
+    assert run_main(["--input", path, "--output_dir", str(out), "--log_level", "WARNING",
+                     "--json_split_mb", str(1000 / 2 ** 20), *beam_args], capsys)[0] == 0
+    with open(out / "manifest.json", encoding="utf-8") as f:
+      manifest = json.load(f)
+    outputs[name] = (manifest["stages"]["read"].get("splits"),
+                     sorted((p.name, p.read_bytes()) for p in out.glob("records-*")))
+  assert outputs["one"][0] is None and outputs["two"][0] > 2
+  assert outputs["one"][1] == outputs["two"][1] and outputs["one"][1]
