@@ -139,7 +139,8 @@ def test_bulk_offsets_equal_the_tokenizers_own(tok):
 
 def test_offsets_fall_back_to_the_backends_character_offsets(tok, monkeypatch):
   """When the bulk offsets do not apply, the offsets are the backend's character offsets --
-  not the byte offsets of the fast encodings the ids come from (they differ past ``é``)."""
+  not those of the fast encodings the ids come from (all ``(0, 0)``), nor byte offsets (they
+  differ past ``é``)."""
   text = "Café au lait, 日本 and </s> more"
   ref = tok.backend.encode(text, add_special_tokens=False)
   monkeypatch.setattr(tok._offsets, "char_offsets", lambda text, ids: None)
