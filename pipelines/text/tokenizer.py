@@ -120,9 +120,12 @@ class Tokenizer:
     return self._build(texts, encodings)
 
   def _build(self, texts: Sequence[str], encodings) -> List["Encoded"]:
+    ids_list = [np.array(enc.ids, dtype=np.int64) for enc in encodings]
+    bulk = self._offsets.batch(texts, ids_list)
+    if bulk is not None:
+      return [Encoded(ids, *arrays) for ids, arrays in zip(ids_list, bulk)]
     out = []
-    for text, enc in zip(texts, encodings):
-      ids = np.array(enc.ids, dtype=np.int64)
+    for text, ids in zip(texts, ids_list):
       offsets = self._offsets.char_offsets(text, ids)
       if offsets is None:  # not byte-for-byte the text (cannot happen with byte-level BPE):
         # the backend's character offsets (the fast encodings hold none)
@@ -183,6 +186,70 @@ class _OffsetTables:
       self.length[i] = len(raw)
       self.lead[i] = len(raw) - len(raw.lstrip(b" "))
       self.trail[i] = len(raw) - len(raw.rstrip(b" "))
+
+  def batch(self, texts: Sequence[str], ids_list: Sequence[np.ndarray]
+            ) -> Optional[List[Tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """``(begins, ends, word_start)`` of every text's ids, as :meth:`char_offsets` and
+    :func:`word_starts` give them one text at a time, computed over all the texts at once (a
+    few dozen numpy calls per batch, not per text: most of the cost for short texts such as
+    questions); None when a text's tokens are not its bytes (then ask text by text).
+
+    The texts are laid end to end: a token's byte and character offsets are its text's own
+    plus the text's start, and everything a token's offsets or word start depend on (its
+    own bytes, its text's first token, the characters it covers or follows) lies inside its
+    text, except the end of the text, handled apart."""
+    if not texts:
+      return []
+    counts = np.fromiter((len(ids) for ids in ids_list), np.int64, len(ids_list))
+    ids = np.concatenate(ids_list) if len(ids_list) else np.zeros(0, np.int64)
+    if len(ids) and (int(ids.max()) >= len(self.length) or int(ids.min()) < 0):
+      return None
+    joined = "".join(texts)
+    ascii_only = joined.isascii()
+    chars = np.fromiter((len(t) for t in texts), np.int64, len(texts))
+    nbytes = chars if ascii_only else np.fromiter(
+        (len(t.encode("utf-8")) for t in texts), np.int64, len(texts))
+    token_base = np.cumsum(counts) - counts  # each text's first token
+    byte_base = np.cumsum(nbytes) - nbytes  # each text's first byte (its char: char_base)
+    char_base = np.cumsum(chars) - chars
+    size = self.length[ids]
+    end = np.cumsum(size)
+    text_of = np.repeat(np.arange(len(texts)), counts)  # the text of each token
+    # The tokens' bytes must be their texts' bytes, text by text.
+    if not np.array_equal(np.add.reduceat(size, token_base[counts > 0]) if len(ids) else
+                          np.zeros(0, np.int64), nbytes[counts > 0]) or (
+                              (nbytes[counts == 0] > 0).any()):
+      return None
+    start = end - size  # global byte offsets
+    first = start == byte_base[text_of]
+    lead = self.lead[ids]
+    lead[first & (lead == 1)] = 0
+    b0 = np.minimum(start + lead, end)
+    b1 = np.maximum(end - self.trail[ids], b0)
+    if ascii_only:
+      begins, ends = b0, b1
+      space = _SPACE_TABLE[np.frombuffer(joined.encode("ascii"), dtype=np.uint8)]
+    else:
+      raw = joined.encode("utf-8")
+      char_of = np.empty(len(raw) + 1, dtype=np.int64)
+      char_of[:-1] = np.cumsum((np.frombuffer(raw, np.uint8) & 0xC0) != 0x80) - 1
+      char_of[-1] = len(joined)
+      begins = char_of[b0]
+      ends = np.where(b1 > b0, char_of[np.maximum(b1 - 1, 0)] + 1, begins)
+      space = _space_flags(np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32))
+    # Word starts (see word_starts), with the end of each text counting as whitespace.
+    local = begins - char_base[text_of]
+    at_end = local >= chars[text_of]
+    follows = np.ones(len(ids), dtype=bool)
+    inner = local > 0
+    follows[inner] = space[begins[inner] - 1]
+    starts = follows | at_end
+    starts[~at_end] |= space[begins[~at_end]]
+    starts[1:] &= (begins[1:] != begins[:-1]) & (begins[1:] >= ends[:-1])
+    starts[token_base[counts > 0]] = True
+    cuts = token_base[1:]
+    begins, ends = begins - char_base[text_of], ends - char_base[text_of]
+    return list(zip(np.split(begins, cuts), np.split(ends, cuts), np.split(starts, cuts)))
 
   def char_offsets(self, text: str, ids: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
     """``(begins, ends)`` char offsets of ``ids`` in ``text``; None if the tokens' bytes are not
@@ -268,6 +335,17 @@ class Encoded:
 _IDEOGRAPH_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x3134F))
 
 
+def _space_flags(cps: np.ndarray) -> np.ndarray:
+  """Per code point: whitespace (``str.isspace``) or an ideograph, i.e. "separates words"."""
+  is_space = np.zeros(len(cps), dtype=bool)
+  small = cps < len(_SPACE_TABLE)
+  is_space[small] = _SPACE_TABLE[cps[small]]
+  if (cps >= _IDEOGRAPH_RANGES[0][0]).any():
+    for lo, hi in _IDEOGRAPH_RANGES:
+      is_space |= (cps >= lo) & (cps <= hi)
+  return is_space
+
+
 def word_starts(text: str, begins: np.ndarray, ends: Optional[np.ndarray] = None) -> np.ndarray:
   """A token starts a word if it is first, follows whitespace or an ideograph, or begins with
   whitespace or an ideograph (each CJK ideograph is a word, as in BERT; kana runs between
@@ -287,12 +365,7 @@ def word_starts(text: str, begins: np.ndarray, ends: Optional[np.ndarray] = None
     is_space = _SPACE_TABLE[cps]
   else:
     cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    is_space = np.zeros(len(cps), dtype=bool)
-    small = cps < len(_SPACE_TABLE)
-    is_space[small] = _SPACE_TABLE[cps[small]]
-    if (cps >= _IDEOGRAPH_RANGES[0][0]).any():
-      for lo, hi in _IDEOGRAPH_RANGES:
-        is_space |= (cps >= lo) & (cps <= hi)  # "separates words" from here on
+    is_space = _space_flags(cps)
   is_space = np.concatenate([is_space, [True]])  # sentinel for offsets at len(text)
   prev_space = np.ones(n, dtype=bool)
   inner = begins > 0

@@ -7,7 +7,7 @@ import pytest
 
 from pipelines.text import answers
 from pipelines.text.segmenter import char_spans_to_tokens
-from pipelines.text.tokenizer import SPECIAL_TOKENS, Tokenizer, TokenizerSpec
+from pipelines.text.tokenizer import SPECIAL_TOKENS, Tokenizer, TokenizerSpec, word_starts
 
 
 @pytest.fixture(scope="module")
@@ -143,8 +143,41 @@ def test_offsets_fall_back_to_the_backends_character_offsets(tok, monkeypatch):
   differ past ``é``)."""
   text = "Café au lait, 日本 and </s> more"
   ref = tok.backend.encode(text, add_special_tokens=False)
+  monkeypatch.setattr(tok._offsets, "batch", lambda texts, ids_list: None)
   monkeypatch.setattr(tok._offsets, "char_offsets", lambda text, ids: None)
   enc = tok.encode_batch([text])[0]
   assert enc.ids.tolist() == ref.ids
   assert list(zip(enc.begins.tolist(), enc.ends.tolist())) == ref.offsets
   assert ref.offsets[-1][1] == len(text) < len(text.encode("utf-8"))
+
+
+def test_a_batch_gives_each_text_what_it_gets_alone(tok):
+  """Offsets and word starts computed over a whole batch at once equal those of each text on
+  its own (``char_offsets`` + ``word_starts``, text by text), at every text boundary: empty
+  texts, texts ending or starting in whitespace, in an ideograph, in a multi-byte character,
+  ASCII-only batches and mixed ones."""
+  import random
+  rng = random.Random(1)
+  alphabet = list("ab xy  \n\t.,éü日本🙂\u3000\u00a0") + ["  ", " the", "ing", "</s>"]
+  for ascii_only in (True, False):
+    pool = [c for c in alphabet if c.isascii()] if ascii_only else alphabet
+    texts = ["".join(rng.choice(pool) for _ in range(rng.randint(0, 40))) for _ in range(600)]
+    texts[:4] = ["", " ", "x ", ""]
+    raw = tok.backend._tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+    ids_list = [np.array(e.ids, dtype=np.int64) for e in raw]
+    bulk = tok._offsets.batch(texts, ids_list)
+    assert bulk is not None and len(bulk) == len(texts)
+    for text, ids, (begins, ends, starts) in zip(texts, ids_list, bulk):
+      alone = tok._offsets.char_offsets(text, ids)
+      assert begins.tolist() == alone[0].tolist() and ends.tolist() == alone[1].tolist(), text
+      assert starts.tolist() == word_starts(text, *alone).tolist(), repr(text)
+  assert tok._offsets.batch([], []) == []
+
+
+def test_a_batch_with_a_text_its_tokens_do_not_cover_is_done_text_by_text(tok):
+  texts = ["one text", "another one"]
+  ids_list = [np.array(e.ids, dtype=np.int64) for e in tok.backend._tokenizer.encode_batch_fast(
+      texts, add_special_tokens=False)]
+  assert tok._offsets.batch(texts, [ids_list[0], ids_list[1][:-1]]) is None
+  assert tok._offsets.batch(texts, [ids_list[0], ids_list[1][:0]]) is None
+  assert tok._offsets.batch(texts + [""], ids_list + [ids_list[0][:0]]) is not None
