@@ -255,8 +255,8 @@ def bare_child(calls_path: str, mode: str) -> None:
 
 def bare_run(job: Job, calls_path: str, fast: bool = False) -> Tuple[float, int]:
   """Runs :func:`bare_child` on ``job``'s calls (pickled at ``calls_path``)."""
-  r = common.child_run("benchmarks.all", [BARE, calls_path, calls_path + ".none",
-                                          FAST if fast else "-"], calls_path + ".none", ROOT)
+  r = common.child_run("benchmarks.all", [BARE, calls_path, "-", FAST if fast else "-"], None,
+                       ROOT)
   return r["seconds"], r["tokens"]
 
 

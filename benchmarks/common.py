@@ -9,19 +9,20 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 
-def child_run(module: str, args: Sequence[str], out_dir: str, cwd: str) -> Dict:
+def child_run(module: str, args: Sequence[str], out_dir: Optional[str], cwd: str) -> Dict:
   """Runs ``python -m MODULE --child ARGS`` in ``cwd`` in a fresh interpreter (so no state
   carries over from the run before) and returns the JSON its last stdout line holds, plus
-  ``wall`` (the process' wall time, start-up included); deletes ``out_dir`` afterwards; exits
-  on failure."""
+  ``wall`` (the process' wall time, start-up included); deletes ``out_dir`` afterwards (None:
+  the child writes nothing); exits on failure."""
   t0 = time.perf_counter()
   proc = subprocess.run([sys.executable, "-m", module, "--child", *args],
                         cwd=cwd, capture_output=True, text=True, check=False)
   wall = time.perf_counter() - t0
-  shutil.rmtree(out_dir, ignore_errors=True)
+  if out_dir is not None:
+    shutil.rmtree(out_dir, ignore_errors=True)
   if proc.returncode:
     sys.stderr.write(proc.stderr[-4000:])
     raise SystemExit(f"the pipeline run failed ({proc.returncode})")

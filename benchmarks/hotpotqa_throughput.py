@@ -115,10 +115,9 @@ def bare_child(path: str) -> None:
   print(json.dumps({"seconds": seconds, "tokens": tokens, "context_tokens": context_tokens}))
 
 
-def bare_run(path: str, tmp: str):
+def bare_run(path: str):
   """Runs :func:`bare_child` in a fresh interpreter: (seconds, tokens, context tokens)."""
-  r = common.child_run("benchmarks.hotpotqa_throughput", [BARE, path],
-                       os.path.join(tmp, "bare.none"), ROOT)
+  r = common.child_run("benchmarks.hotpotqa_throughput", [BARE, path], None, ROOT)
   return r["seconds"], r["tokens"], r["context_tokens"]
 
 
@@ -206,7 +205,7 @@ def main() -> None:
           flush=True)
     pairs = []
     for k in range(args.pairs):
-      bare_s, tokens, context_tokens = bare_run(path, tmp)
+      bare_s, tokens, context_tokens = bare_run(path)
       r = pipeline_run(path, os.path.join(tmp, f"out{k}"))
       if r["counts"]["written"] != len(raw):
         raise SystemExit(f"the pipeline wrote {r['counts']} of {len(raw)} questions")

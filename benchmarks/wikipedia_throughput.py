@@ -8,7 +8,9 @@ Each pair times, one right after the other, on the same dump:
 * bare: what any Wikipedia-to-records job must do, in one process: stream the bz2 XML
   (``pipelines.datasets.wikipedia.reader.iter_pages``), one ``mwparserfromhell.parse`` +
   ``strip_code()`` per article (namespace 0, not a redirect), and ``encode_batch`` of the
-  stripped text in calls of 64 pages (the pipeline's chunk) on a freshly built tokenizer;
+  stripped text in calls of 64 pages (the pipeline's chunk) on a freshly built tokenizer, in a
+  fresh interpreter like the pipeline (each tokenizer built in one process makes the next
+  ones slower, which flattered the later pairs when this ran in the benchmark's process);
 * pipeline: the real job, ``pipelines.wikipedia.run(...)`` with default settings on the local
   FnApiRunner (in-memory), end to end (read, parse, clean, links, redirects, entity tables,
   tokenise, segment, pack, write, report), in a fresh interpreter; its ``run()`` time.
@@ -42,6 +44,7 @@ from benchmarks import common
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MIN_PAIRS = 5
+BARE = "bare"  # --child's first argument for the bare pass
 # English Wikipedia, pages-articles: about this much article wikitext (ns 0, no redirects),
 # an estimate from the 2024 dumps (~22 GB bz2, ~100 GB XML, most of it article text).
 ENWIKI_ARTICLE_WIKITEXT_GB = 90.0
@@ -83,6 +86,18 @@ def bare(path: str):
   return time.perf_counter() - t0, tokenize, size, pages
 
 
+def bare_child(path: str) -> None:
+  """The measured bare pass (in a fresh interpreter); prints its figures as JSON."""
+  seconds, tokenize, size, pages = bare(path)
+  print(json.dumps({"seconds": seconds, "tokenize": tokenize, "size": size, "pages": pages}))
+
+
+def bare_run(path: str):
+  """Runs :func:`bare_child` in a fresh interpreter: :func:`bare`'s figures."""
+  r = common.child_run("benchmarks.wikipedia_throughput", [BARE, path], None, ROOT)
+  return r["seconds"], r["tokenize"], r["size"], r["pages"]
+
+
 def pipeline_child(path: str, out_dir: str) -> None:
   from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
   from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
@@ -105,7 +120,10 @@ def main() -> None:
   ap.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
   args = ap.parse_args()
   if args.child:
-    pipeline_child(*args.child)
+    if args.child[0] == BARE:
+      bare_child(args.child[1])
+    else:
+      pipeline_child(*args.child)
     return
   common.check_pairs(ap, args.pairs, MIN_PAIRS)
   with tempfile.TemporaryDirectory(prefix="wikipedia_throughput_") as tmp:
@@ -119,7 +137,7 @@ def main() -> None:
           path, multistream=True)
     pairs = []
     for k in range(args.pairs):
-      bare_s, tok_s, size, pages = bare(path)
+      bare_s, tok_s, size, pages = bare_run(path)
       r = pipeline_run(path, os.path.join(tmp, f"out{k}"))
       mb = size / 1e6
       pair = {"bare_mbps": mb / bare_s, "tokenizer_mbps": mb / tok_s,
