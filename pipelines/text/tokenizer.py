@@ -111,8 +111,9 @@ class Tokenizer:
 
     Encoded with ``encode_batch_fast``: the same ids as ``encode_batch`` without its
     character offsets (its encodings' offsets are all ``(0, 0)``), which
-    :class:`_OffsetTables` computes from the ids in bulk anyway.  On HotpotQA-like text it is ~30% faster, and its encodings are ~10x
-    cheaper to free (a Python thread frees them, holding the GIL)."""
+    :class:`_OffsetTables` computes from the ids in bulk anyway.  On HotpotQA-like text it is
+    ~30% faster, and its encodings are ~10x cheaper to free (a Python thread frees them,
+    holding the GIL)."""
     return self._encode_fast(list(texts), add_special_tokens=False)
 
   def build(self, texts: Sequence[str], encodings) -> List["Encoded"]:
@@ -201,7 +202,7 @@ class _OffsetTables:
     if not texts:
       return []
     counts = np.fromiter((len(ids) for ids in ids_list), np.int64, len(ids_list))
-    ids = np.concatenate(ids_list) if len(ids_list) else np.zeros(0, np.int64)
+    ids = np.concatenate(ids_list)
     if len(ids) and (int(ids.max()) >= len(self.length) or int(ids.min()) < 0):
       return None
     joined = "".join(texts)
@@ -216,40 +217,27 @@ class _OffsetTables:
     end = np.cumsum(size)
     text_of = np.repeat(np.arange(len(texts)), counts)  # the text of each token
     # The tokens' bytes must be their texts' bytes, text by text.
-    if not np.array_equal(np.add.reduceat(size, token_base[counts > 0]) if len(ids) else
-                          np.zeros(0, np.int64), nbytes[counts > 0]) or (
-                              (nbytes[counts == 0] > 0).any()):
+    if not np.array_equal(np.add.reduceat(size, token_base[counts > 0]),
+                          nbytes[counts > 0]) or (nbytes[counts == 0] > 0).any():
       return None
     start = end - size  # global byte offsets
-    first = start == byte_base[text_of]
+    b0, b1 = self._byte_ranges(ids, start, end, first=start == byte_base[text_of])
+    begins, ends = _chars_of_bytes(joined, None if ascii_only else joined.encode("utf-8"), b0, b1)
+    text_begin = char_base[text_of]
+    starts = _word_start_flags(_space_flags_of(joined), begins, ends, text_begin,
+                               text_begin + chars[text_of], token_base[counts > 0])
+    cuts = token_base[1:]
+    begins, ends = begins - text_begin, ends - text_begin
+    return list(zip(np.split(begins, cuts), np.split(ends, cuts), np.split(starts, cuts)))
+
+  def _byte_ranges(self, ids: np.ndarray, start: np.ndarray, end: np.ndarray,
+                   first: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Each token's bytes ``[start, end)`` less the spaces ``trim_offsets`` drops (a single
+    leading space of a text's ``first`` token is kept)."""
     lead = self.lead[ids]
     lead[first & (lead == 1)] = 0
     b0 = np.minimum(start + lead, end)
-    b1 = np.maximum(end - self.trail[ids], b0)
-    if ascii_only:
-      begins, ends = b0, b1
-      space = _SPACE_TABLE[np.frombuffer(joined.encode("ascii"), dtype=np.uint8)]
-    else:
-      raw = joined.encode("utf-8")
-      char_of = np.empty(len(raw) + 1, dtype=np.int64)
-      char_of[:-1] = np.cumsum((np.frombuffer(raw, np.uint8) & 0xC0) != 0x80) - 1
-      char_of[-1] = len(joined)
-      begins = char_of[b0]
-      ends = np.where(b1 > b0, char_of[np.maximum(b1 - 1, 0)] + 1, begins)
-      space = _space_flags(np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32))
-    # Word starts (see word_starts), with the end of each text counting as whitespace.
-    local = begins - char_base[text_of]
-    at_end = local >= chars[text_of]
-    follows = np.ones(len(ids), dtype=bool)
-    inner = local > 0
-    follows[inner] = space[begins[inner] - 1]
-    starts = follows | at_end
-    starts[~at_end] |= space[begins[~at_end]]
-    starts[1:] &= (begins[1:] != begins[:-1]) & (begins[1:] >= ends[:-1])
-    starts[token_base[counts > 0]] = True
-    cuts = token_base[1:]
-    begins, ends = begins - char_base[text_of], ends - char_base[text_of]
-    return list(zip(np.split(begins, cuts), np.split(ends, cuts), np.split(starts, cuts)))
+    return b0, np.maximum(end - self.trail[ids], b0)
 
   def char_offsets(self, text: str, ids: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
     """``(begins, ends)`` char offsets of ``ids`` in ``text``; None if the tokens' bytes are not
@@ -264,21 +252,23 @@ class _OffsetTables:
     if int(end[-1]) != len(raw):
       return None
     start = end - size
-    lead = self.lead[ids]
-    lead[(start == 0) & (lead == 1)] = 0
-    b0 = np.minimum(start + lead, end)
-    b1 = np.maximum(end - self.trail[ids], b0)
-    if text.isascii():
-      begins, ends = b0, b1
-    else:
-      # The character holding each byte (a UTF-8 continuation byte belongs to the character
-      # before it), with len(text) for the end of the text.
-      char_of = np.empty(len(raw) + 1, dtype=np.int64)
-      char_of[:-1] = np.cumsum((np.frombuffer(raw, np.uint8) & 0xC0) != 0x80) - 1
-      char_of[-1] = len(text)
-      begins = char_of[b0]
-      ends = np.where(b1 > b0, char_of[np.maximum(b1 - 1, 0)] + 1, begins)
-    return begins, ends
+    b0, b1 = self._byte_ranges(ids, start, end, first=start == 0)
+    return _chars_of_bytes(text, None if text.isascii() else raw, b0, b1)
+
+
+def _chars_of_bytes(text: str, raw: Optional[bytes], b0: np.ndarray, b1: np.ndarray
+                    ) -> Tuple[np.ndarray, np.ndarray]:
+  """The character offsets ``(begins, ends)`` of the byte ranges ``[b0, b1)`` of ``raw``,
+  ``text``'s UTF-8 bytes (None: ``text`` is ASCII, bytes are characters)."""
+  if raw is None:
+    return b0, b1
+  # The character holding each byte (a UTF-8 continuation byte belongs to the character
+  # before it), with len(text) for the end of the text.
+  char_of = np.empty(len(raw) + 1, dtype=np.int64)
+  char_of[:-1] = np.cumsum((np.frombuffer(raw, np.uint8) & 0xC0) != 0x80) - 1
+  char_of[-1] = len(text)
+  begins = char_of[b0]
+  return begins, np.where(b1 > b0, char_of[np.maximum(b1 - 1, 0)] + 1, begins)
 
 
 @functools.lru_cache(maxsize=4)
@@ -335,8 +325,12 @@ class Encoded:
 _IDEOGRAPH_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x3134F))
 
 
-def _space_flags(cps: np.ndarray) -> np.ndarray:
-  """Per code point: whitespace (``str.isspace``) or an ideograph, i.e. "separates words"."""
+def _space_flags_of(text: str) -> np.ndarray:
+  """Per character of ``text``: whitespace (``str.isspace``) or an ideograph, i.e. "separates
+  words"."""
+  if text.isascii():
+    return _SPACE_TABLE[np.frombuffer(text.encode("ascii"), dtype=np.uint8)]
+  cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
   is_space = np.zeros(len(cps), dtype=bool)
   small = cps < len(_SPACE_TABLE)
   is_space[small] = _SPACE_TABLE[cps[small]]
@@ -344,6 +338,25 @@ def _space_flags(cps: np.ndarray) -> np.ndarray:
     for lo, hi in _IDEOGRAPH_RANGES:
       is_space |= (cps >= lo) & (cps <= hi)
   return is_space
+
+
+def _word_start_flags(space: np.ndarray, begins: np.ndarray, ends: Optional[np.ndarray],
+                      text_begin, text_end, firsts) -> np.ndarray:
+  """:func:`word_starts` of tokens at character offsets ``begins`` (``ends``) of a text whose
+  characters' :func:`_space_flags_of` are ``space``; ``text_begin`` / ``text_end``: each
+  token's text's first and end character (the end counts as whitespace), ``firsts``: the
+  texts' first tokens (several texts laid end to end, or one)."""
+  at_end = begins >= text_end
+  follows = np.ones(len(begins), dtype=bool)
+  inner = begins > text_begin
+  follows[inner] = space[begins[inner] - 1]
+  starts = follows | at_end
+  starts[~at_end] |= space[begins[~at_end]]
+  starts[1:] &= begins[1:] != begins[:-1]
+  if ends is not None:
+    starts[1:] &= begins[1:] >= ends[:-1]
+  starts[firsts] = True
+  return starts
 
 
 def word_starts(text: str, begins: np.ndarray, ends: Optional[np.ndarray] = None) -> np.ndarray:
@@ -357,22 +370,6 @@ def word_starts(text: str, begins: np.ndarray, ends: Optional[np.ndarray] = None
   the last bytes of one character and the first of the next).  So a word boundary never cuts a
   character.
   """
-  n = len(begins)
-  if n == 0:
+  if len(begins) == 0:
     return np.zeros(0, dtype=bool)
-  if text.isascii():
-    cps = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    is_space = _SPACE_TABLE[cps]
-  else:
-    cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-    is_space = _space_flags(cps)
-  is_space = np.concatenate([is_space, [True]])  # sentinel for offsets at len(text)
-  prev_space = np.ones(n, dtype=bool)
-  inner = begins > 0
-  prev_space[inner] = is_space[begins[inner] - 1]
-  starts = prev_space | is_space[np.minimum(begins, len(cps))]
-  starts[1:] &= begins[1:] != begins[:-1]
-  if ends is not None:
-    starts[1:] &= begins[1:] >= ends[:-1]
-  starts[0] = True
-  return starts
+  return _word_start_flags(_space_flags_of(text), begins, ends, 0, len(text), 0)
