@@ -38,6 +38,7 @@ from pipelines.entities.vocabulary import link_blocks
 from pipelines.datasets.wikipedia import multistream_index
 from pipelines.datasets.wikipedia import reader as dump_reader
 from pipelines.datasets.wikipedia import pages as pages_lib
+from pipelines.sources.read_ahead import ReadAhead
 
 LOGGER = logging.getLogger("pipelines")
 NAMESPACE = "readtwice.wikipedia"
@@ -46,6 +47,8 @@ PAGES, LINKS, REDIRECTS, SKIPPED = "pages", "links", "redirects", "skipped"
 # cross the shuffle as counts (~30 links a page, many repeated), not one element per link.
 MAX_LINK_PAIRS = 200_000
 _RAW = CompressionTypes.UNCOMPRESSED
+# Pages a split's reader thread keeps ready (a bz2 stream holds ~100).
+READ_AHEAD_PAGES = 200
 
 
 class DumpSplit(NamedTuple):
@@ -130,14 +133,18 @@ class _ReadSplitFn(beam.DoFn):
                                                 siteinfo=split.siteinfo)
       else:
         pages = dump_reader.iter_pages(f, split.path)
-      try:
-        for page in pages:
-          stats["read/records"] += 1
-          self._pages.inc()
-          self._progress.update(1, lambda n, s: f"{n:,} pages read ({n / max(s, 1e-9):,.0f}/s)")
-          yield page, split.siteinfo
-      except dump_reader.DumpError as e:  # a single-stream file: the rest of it is lost
-        errors.append(e)
+      # Decompressing (which releases the GIL) runs beside the cleaning of the pages already
+      # read; the thread is stopped and joined before the file closes.
+      with ReadAhead(pages, READ_AHEAD_PAGES, name="read-dump") as ahead:
+        try:
+          for page in ahead:
+            stats["read/records"] += 1
+            self._pages.inc()
+            self._progress.update(
+                1, lambda n, s: f"{n:,} pages read ({n / max(s, 1e-9):,.0f}/s)")
+            yield page, split.siteinfo
+        except dump_reader.DumpError as e:  # a single-stream file: the rest of it is lost
+          errors.append(e)
     for e in errors:
       stats[f"read/{e.reason}"] = stats.get(f"read/{e.reason}", 0) + 1
       stats["read/uncertain_regions"] = stats.get("read/uncertain_regions", 0) + 1
