@@ -20,6 +20,8 @@ REPO = str(REPO_ROOT)
     ("read_memory", ["--sizes_mb", "1,2"]),
     ("segment_windows", ["--repeats", "1", "--calls", "3"]),
     ("wikipedia_throughput", ["--pages", "60", "--words_per_page", "100", "--pairs", "1"]),
+    ("wikitext_parsers", ["--pages", "40", "--rounds", "1", "--ceiling_pairs", "1", "--scale",
+                          "0.01"]),
     ("ner_throughput", ["--pages", "40", "--pairs", "1"]),
     ("linker_quality", []),
     ("oracle", ["--words", "3000", "--questions", "6", "--repeats", "1"]),
