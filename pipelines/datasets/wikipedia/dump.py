@@ -2,7 +2,7 @@
 
   paths --PlanSplits--> DumpSplit (a byte range of bz2 streams, from the multistream index;
         --Reshuffle-->  or a whole file)   spread over workers
-        --ReadSplit-->  (Page, SiteInfo)    streamed: one page at a time in memory
+        --ReadSplit-->  (Page, SiteInfo)    streamed by a read-ahead thread (<= 200 pages held)
         --ParsePages--> Document (mentions keyed by title) | (title, target) redirects
                         | (target, anchor) links | skipped pages, by reason
 
