@@ -2,7 +2,7 @@
 
 A reader whose time goes mostly to work that releases the GIL (bz2 decompression, file reads)
 can then run beside the consumer's Python work (cleaning, tokenising) on another core:
-:func:`read_ahead` wraps the iterator, keeps at most ``depth`` items waiting, and hands them
+:class:`ReadAhead` wraps the iterator, keeps at most ``depth`` items waiting, and hands them
 over in order.  Whatever the iterator raises is raised in the consumer at the same point of
 the sequence (after the items before it).  A consumer that stops early (``close()``, an
 exception, a ``with`` block left) stops the thread, which then stops pulling items, and waits for
