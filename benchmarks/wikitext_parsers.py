@@ -98,7 +98,8 @@ def candidates(pages: List[Tuple[str, str]]) -> Dict[str, Callable[[], None]]:
 
     def ts_walk():
       for _, text in pages:
-        _walk(parser.parse(text.encode("utf-8")).walk(), text.encode("utf-8"))
+        source = text.encode("utf-8")
+        _walk(parser.parse(source).walk(), source)
 
     found["tree-sitter-wikitext parse"] = ts_parse
     found["tree-sitter-wikitext parse + cursor walk"] = ts_walk
@@ -257,7 +258,7 @@ def main() -> None:
                                        for n, v in seconds.items()}}
     if args.ceiling_pairs and args.input is not None:
       print("the ceiling runs on the generated input only (--input given): skipped")
-    if args.ceiling_pairs and args.input is None:
+    elif args.ceiling_pairs:
       got = ceiling(tmp, args.ceiling_pairs, args.scale)
       real = [b / s for b, s in zip(got["bare"], got[REAL])]
       free = [b / s for b, s in zip(got["bare"], got[FREE])]

@@ -76,16 +76,12 @@ class ReadAhead(Iterator[T]):
       raise StopIteration
     item = self._queue.get()
     if item is _END:
-      self._finish()
+      self.close()
       raise StopIteration
     if isinstance(item, _Raised):
-      self._finish()
+      self.close()
       raise item.error
     return item  # type: ignore[return-value]
-
-  def _finish(self) -> None:
-    self._done = True
-    self._thread.join()
 
   def close(self) -> None:
     """Stops the thread (if still running) and waits for it."""
