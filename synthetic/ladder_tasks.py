@@ -31,6 +31,16 @@ unique within the pack.  ``reader`` marks the token whose memory read carries th
 asked author's city fact) and ``reader_entity`` its entity: the memory it should read is the
 OTHER mention of that entity (R0/R1: A's mention of the marked entity; R2/R3: the asked
 author's mention in the book fact).
+
+Pre-training corpus (``make_pretrain_packs``): documents of the same world and style -- the
+same token classes, two segments of ``seq_length`` tokens, ``[CLS]`` or the question header
+``[Q] book [SEP]``, facts ``[book, by, author]`` and ``[author, from, city]`` among fillers --
+without questions to answer.  A document holds 2 or 3 chains ``book -> author -> city``; each
+fact is stated once, and some (all, for 2 chains) a second time, in a random segment, so a
+masked mention (masked-LM) can be recovered from another statement of its fact, by matching
+the fact's other entity: in the same segment or in the other one.  Facts (token pairs) of
+the rungs' dev documents can be excluded (``exclude``), so that nothing a dev question asks
+was seen in pre-training.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from typing import Dict, List, Tuple
 import numpy as np
 
 PAD, CLS, SEP, THE, MARK, BY, FROM, QUESTION = 0, 1, 2, 3, 4, 5, 6, 7
+MASK = 8  # the masked-LM mask token of the pre-training corpus (never in a rung's documents)
 WORD_FIRST, WORDS = 10, 8  # R1's words after a mention 10..17
 FILLER_FIRST, FILLERS = WORD_FIRST + WORDS, 24  # filler words 18..41
 NAME_FIRST = FILLER_FIRST + FILLERS  # entity names 42..vocab_size-1
@@ -103,9 +114,9 @@ def _layout(rng, header: List[int], header_kinds: List[int], units: List[List[Tu
       pos = len(seg.tokens)
       seg.tokens.append(token)
       seg.kinds.append(KIND_CONTEXT)
-      if tag == "answer":
+      if tag in ("answer", "answer_reader"):
         seg.answer = (pos, pos)
-      if tag == "reader" or (tag == "answer" and entity):  # R0: the answer mention reads
+      if tag in ("reader", "answer_reader"):  # R0: the answer mention itself reads
         seg.reader = pos
     for j, (_, e, _) in enumerate(items[i]):  # mentions: a name, or [det, name]
       if e:
@@ -125,7 +136,7 @@ def _lookup_doc(rng, rung: str, g: Geometry, first_id: int):
   b_units = []
   for i in range(k):
     if rung == "R0":
-      b_units.append([(int(names[i]), ids[i], "answer" if i == marked else "")])
+      b_units.append([(int(names[i]), ids[i], "answer_reader" if i == marked else "")])
     else:
       word = WORD_FIRST + int(rng.integers(WORDS))
       b_units.append([(THE, 0, "det"), (int(names[i]), ids[i], "reader" if i == marked else ""),
@@ -216,3 +227,90 @@ def make_packs(rung: str, num_packs: int, seed: int, g: Geometry = Geometry()
           meta["reader_position"][pi, di] = seg.reader
           meta["reader_entity"][pi, di] = seg.reader_entity
   return f, meta
+
+
+# ---------------------------------------------------------------------------------------------
+# Pre-training corpus
+
+
+def facts_in(packs: Dict[str, np.ndarray]) -> frozenset:
+  """Every fact ``(x, relation, y)`` (``relation`` BY or FROM) stated as three consecutive
+  tokens in ``packs``' segments."""
+  t = packs["token_ids"].reshape(-1, packs["token_ids"].shape[-1])
+  found = set()
+  for rel in (BY, FROM):
+    rows, cols = np.nonzero(t[:, 1:-1] == rel)
+    found.update(zip(t[rows, cols].tolist(), [rel] * len(rows), t[rows, cols + 2].tolist()))
+  return frozenset(found)
+
+
+def _pretrain_doc(rng, g: Geometry, first_id: int, exclude: frozenset):
+  chains = int(rng.integers(2, 4))  # 2 or 3 chains book -> author -> city
+  pools = np.array_split(np.arange(NAME_FIRST, VOCAB_SIZE), 3)
+  for _ in range(1000):
+    books, authors, cities = (rng.choice(pool, size=chains, replace=False) for pool in pools)
+    facts = ([(int(books[i]), BY, int(authors[i])) for i in range(chains)]
+             + [(int(authors[i]), FROM, int(cities[i])) for i in range(chains)])
+    if not any(f in exclude for f in facts):
+      break
+  else:
+    raise ValueError("cannot draw pre-training facts outside the excluded ones")
+  ids = {}
+  for i in range(chains):
+    ids[int(books[i])], ids[int(authors[i])] = first_id + i, first_id + chains + i
+    ids[int(cities[i])] = first_id + 2 * chains + i
+  # Every fact once, then repeats (distinct facts) up to the document's mention budget.
+  statements = list(range(len(facts)))
+  budget = g.mentions_per_doc // 2
+  statements += rng.choice(len(facts), size=min(budget - len(facts), len(facts)),
+                           replace=False).tolist()
+  if rng.integers(2):
+    header = [CLS, QUESTION, int(books[rng.integers(chains)]), SEP]
+    header_kinds = [KIND_SPECIAL, KIND_QUESTION, KIND_QUESTION, KIND_SPECIAL]
+  else:
+    header, header_kinds = [CLS], [KIND_SPECIAL]
+  per_segment = [[], []]
+  for s in statements:
+    x, rel, y = facts[s]
+    per_segment[int(rng.integers(2))].append([(x, ids[x], ""), (rel, 0, ""), (y, ids[y], "")])
+  return tuple(_layout(rng, header, header_kinds, units, g.seq_length)
+               for units in per_segment)
+
+
+def make_pretrain_packs(num_packs: int, seed: int, g: Geometry = Geometry(),
+                        exclude: frozenset = frozenset()) -> Dict[str, np.ndarray]:
+  """Parsed-pack features (as :func:`make_packs`, plus ``word_start``: every token is a word)
+  of ``num_packs`` packs of pre-training documents (see the module docstring); no answers.
+  Facts ``(x, relation, y)`` in ``exclude`` (e.g. :func:`facts_in` of dev packs) are never
+  stated."""
+  rng = np.random.default_rng(seed)
+  p, n, l, k = num_packs, g.segments_per_pack, g.seq_length, g.max_mentions
+  f = {name: np.zeros((p, n, l), np.int32) for name in (
+      "token_ids", "input_mask", "token_kind", "word_start", "answer_begin_labels",
+      "answer_end_labels")}
+  f.update({name: np.zeros((p, n), np.int32) for name in (
+      "segment_mask", "document_index", "segment_index", "answer_type")})
+  f["supporting"] = np.full((p, n), -1, np.int32)
+  f.update({f"mentions_{name}": np.zeros((p, k), np.int32) for name in (
+      "segment", "begin", "end", "entity_id", "mask")})
+  f["mentions_dropped"] = np.zeros((p,), np.int32)
+  for pi in range(p):
+    m = 0
+    for di in range(g.docs_per_pack):
+      segs = _pretrain_doc(rng, g, 1 + di * g.mentions_per_doc, exclude)
+      for si, seg in enumerate(segs):
+        row = 2 * di + si
+        t = len(seg.tokens)
+        f["token_ids"][pi, row, :t] = seg.tokens
+        f["input_mask"][pi, row, :t] = 1
+        f["word_start"][pi, row, :t] = 1
+        f["token_kind"][pi, row, :t] = seg.kinds
+        f["segment_mask"][pi, row] = 1
+        f["document_index"][pi, row] = di
+        f["segment_index"][pi, row] = si
+        for begin, end, entity in seg.mentions:
+          f["mentions_segment"][pi, m], f["mentions_begin"][pi, m] = row, begin
+          f["mentions_end"][pi, m], f["mentions_entity_id"][pi, m] = end, entity
+          f["mentions_mask"][pi, m] = 1
+          m += 1
+  return f
