@@ -31,15 +31,18 @@ REPO = str(REPO_ROOT)
     ("job_cost", ["--reps", "1", "--scale", "0.02", "--only", "hotpotqa,triviaqa",
                   "--nomultiprocess"]),
     ("memory_ladder", ["--rungs", "R3", "--models", "E,E(SS)", "--seeds", "1", "--steps", "4",
-                       "--dev_packs", "1", "--parallel", "1", "--log_every", "2"]),
+                       "--pretrain_steps", "4", "--dev_packs", "1", "--parallel", "1",
+                       "--log_every", "2"]),
     ("book_memory", ["--reps", "1", "--words", "6000", "--max_segments_per_document", "2"]),
     ("input_pipeline", ["--pages", "30", "--seq_length", "128", "--segments_per_pack", "8",
                         "--max_mentions", "128", "--seconds", "1", "--repeats", "1"]),
 ])
 @pytest.mark.slow
-def test_benchmark_prints_its_figure_last(name, args):
+def test_benchmark_prints_its_figure_last(name, args, tmp_path):
+  # Caches (the memory ladder's pre-trained readers) go to a private dir, not ~/.cache.
   proc = subprocess.run([sys.executable, "-m", f"benchmarks.{name}"] + args,
-                        cwd=REPO, capture_output=True, text=True, timeout=600)
+                        cwd=REPO, capture_output=True, text=True, timeout=600,
+                        env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache")))
   assert proc.returncode == 0, proc.stderr[-3000:]
   figure = json.loads(proc.stdout.strip().splitlines()[-1])
   assert {"metric", "value", "target", "unit"} <= set(figure)
