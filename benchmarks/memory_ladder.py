@@ -72,7 +72,7 @@ LEARN_SHARE = {"R0": 7 / 8}
 AT_CHANCE = {"R0": ("E-blocked",), "R1": ("E-blocked",), "R3": ("E(SS)", "plain", "E-blocked")}
 TOLERANCE = 0.05
 STEPS = {"R0": 400, "R1": 400, "R2": 600, "R3": 600}
-PRETRAIN_STEPS = 1000
+PRETRAIN_STEPS = 2000
 DEV_SEED, TRAIN_SEED, PRETRAIN_SEED, PRETRAIN_HELDOUT_SEED = 10_000, 1000, 20_000, 30_000
 # What the pre-training corpus is; a change of generator bumps it (and so the cache key).
 CORPUS_VERSION = 1
