@@ -40,9 +40,11 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from typing import Dict, List, Optional, Sequence
 
@@ -546,8 +548,15 @@ def _progress(t0, text):
   print(f"[{time.perf_counter() - t0:6.0f}s] {text}", flush=True)
 
 
+def _exit_on_sigterm(signum, frame):  # pylint: disable=unused-argument
+  raise SystemExit(128 + signum)  # unwinds through the pool, which terminates its workers
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parse(argv)
+  if threading.current_thread() is threading.main_thread():
+    # A killed ladder takes its workers with it (they would train on as orphans).
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
   seeds = {r: args.r0_seeds if r == "R0" else args.seeds for r in args.rungs}
   common = dict(size=args.size, dev_packs=args.dev_packs, log_every=args.log_every,
                 overrides=args.overrides)

@@ -174,6 +174,43 @@ def _bridge_doc(rng, rung: str, g: Geometry, first_id: int):
   return books_seg, answer_seg
 
 
+
+def _empty_packs(p: int, g: Geometry, extra: Tuple[str, ...] = ()) -> Dict[str, np.ndarray]:
+  """Zeroed parsed-pack features for ``p`` packs (``extra``: more ``[P, N, L]`` features)."""
+  n, l, k = g.segments_per_pack, g.seq_length, g.max_mentions
+  f = {name: np.zeros((p, n, l), np.int32) for name in (
+      "token_ids", "input_mask", "token_kind", "answer_begin_labels", "answer_end_labels")
+       + extra}
+  f.update({name: np.zeros((p, n), np.int32) for name in (
+      "segment_mask", "document_index", "segment_index", "answer_type")})
+  f["supporting"] = np.full((p, n), -1, np.int32)
+  f.update({f"mentions_{name}": np.zeros((p, k), np.int32) for name in (
+      "segment", "begin", "end", "entity_id", "mask")})
+  f["mentions_dropped"] = np.zeros((p,), np.int32)
+  return f
+
+
+def _put_segment(f: Dict[str, np.ndarray], pi: int, row: int, di: int, si: int, seg: _Segment,
+                 m: int) -> int:
+  """Writes ``seg`` as segment ``row`` (document ``di``, its ``si``-th) of pack ``pi`` and its
+  mentions from slot ``m`` on; returns the next free mention slot."""
+  t = len(seg.tokens)
+  f["token_ids"][pi, row, :t] = seg.tokens
+  f["input_mask"][pi, row, :t] = 1
+  f["token_kind"][pi, row, :t] = seg.kinds
+  if "word_start" in f:  # every ladder token is a word
+    f["word_start"][pi, row, :t] = 1
+  f["segment_mask"][pi, row] = 1
+  f["document_index"][pi, row] = di
+  f["segment_index"][pi, row] = si
+  for begin, end, entity in seg.mentions:
+    f["mentions_segment"][pi, m], f["mentions_begin"][pi, m] = row, begin
+    f["mentions_end"][pi, m], f["mentions_entity_id"][pi, m] = end, entity
+    f["mentions_mask"][pi, m] = 1
+    m += 1
+  return m
+
+
 def make_packs(rung: str, num_packs: int, seed: int, g: Geometry = Geometry()
                ) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
   """``(packs, meta)``: parsed-pack features (``model.input``'s names and dtypes, a leading
@@ -182,15 +219,8 @@ def make_packs(rung: str, num_packs: int, seed: int, g: Geometry = Geometry()
   if rung not in RUNGS:
     raise ValueError(f"unknown rung {rung!r}; choose from {RUNGS}")
   rng = np.random.default_rng(seed)
-  p, d, n, l, k = num_packs, g.docs_per_pack, g.segments_per_pack, g.seq_length, g.max_mentions
-  f = {name: np.zeros((p, n, l), np.int32) for name in (
-      "token_ids", "input_mask", "token_kind", "answer_begin_labels", "answer_end_labels")}
-  f.update({name: np.zeros((p, n), np.int32) for name in (
-      "segment_mask", "document_index", "segment_index", "answer_type")})
-  f["supporting"] = np.full((p, n), -1, np.int32)
-  f.update({f"mentions_{name}": np.zeros((p, k), np.int32) for name in (
-      "segment", "begin", "end", "entity_id", "mask")})
-  f["mentions_dropped"] = np.zeros((p,), np.int32)
+  p, d = num_packs, g.docs_per_pack
+  f = _empty_packs(p, g)
   meta = {name: np.zeros((p, d), np.int32) for name in (
       "answer_segment", "answer_begin", "answer_end", "reader_segment", "reader_position",
       "reader_entity")}
@@ -203,20 +233,7 @@ def make_packs(rung: str, num_packs: int, seed: int, g: Geometry = Geometry()
         segs.reverse()
       for si, seg in enumerate(segs):
         row = 2 * di + si
-        t = len(seg.tokens)
-        f["token_ids"][pi, row, :t] = seg.tokens
-        f["input_mask"][pi, row, :t] = 1
-        f["token_kind"][pi, row, :t] = seg.kinds
-        f["segment_mask"][pi, row] = 1
-        f["document_index"][pi, row] = di
-        f["segment_index"][pi, row] = si
-        for begin, end, entity in seg.mentions:
-          f["mentions_segment"][pi, m] = row
-          f["mentions_begin"][pi, m] = begin
-          f["mentions_end"][pi, m] = end
-          f["mentions_entity_id"][pi, m] = entity
-          f["mentions_mask"][pi, m] = 1
-          m += 1
+        m = _put_segment(f, pi, row, di, si, seg, m)
         if seg.answer is not None:
           f["answer_begin_labels"][pi, row, seg.answer[0]] = 1
           f["answer_end_labels"][pi, row, seg.answer[1]] = 1
@@ -284,33 +301,11 @@ def make_pretrain_packs(num_packs: int, seed: int, g: Geometry = Geometry(),
   Facts ``(x, relation, y)`` in ``exclude`` (e.g. :func:`facts_in` of dev packs) are never
   stated."""
   rng = np.random.default_rng(seed)
-  p, n, l, k = num_packs, g.segments_per_pack, g.seq_length, g.max_mentions
-  f = {name: np.zeros((p, n, l), np.int32) for name in (
-      "token_ids", "input_mask", "token_kind", "word_start", "answer_begin_labels",
-      "answer_end_labels")}
-  f.update({name: np.zeros((p, n), np.int32) for name in (
-      "segment_mask", "document_index", "segment_index", "answer_type")})
-  f["supporting"] = np.full((p, n), -1, np.int32)
-  f.update({f"mentions_{name}": np.zeros((p, k), np.int32) for name in (
-      "segment", "begin", "end", "entity_id", "mask")})
-  f["mentions_dropped"] = np.zeros((p,), np.int32)
-  for pi in range(p):
+  f = _empty_packs(num_packs, g, extra=("word_start",))
+  for pi in range(num_packs):
     m = 0
     for di in range(g.docs_per_pack):
       segs = _pretrain_doc(rng, g, 1 + di * g.mentions_per_doc, exclude)
       for si, seg in enumerate(segs):
-        row = 2 * di + si
-        t = len(seg.tokens)
-        f["token_ids"][pi, row, :t] = seg.tokens
-        f["input_mask"][pi, row, :t] = 1
-        f["word_start"][pi, row, :t] = 1
-        f["token_kind"][pi, row, :t] = seg.kinds
-        f["segment_mask"][pi, row] = 1
-        f["document_index"][pi, row] = di
-        f["segment_index"][pi, row] = si
-        for begin, end, entity in seg.mentions:
-          f["mentions_segment"][pi, m], f["mentions_begin"][pi, m] = row, begin
-          f["mentions_end"][pi, m], f["mentions_entity_id"][pi, m] = end, entity
-          f["mentions_mask"][pi, m] = 1
-          m += 1
+        m = _put_segment(f, pi, 2 * di + si, di, si, seg, m)
   return f
