@@ -540,7 +540,16 @@ def _parse(argv):
   except (TypeError, ValueError) as e:
     ap.error(f"--override: {e}")
   args.overrides = overrides
-  args.cache_dir = args.cache_dir or default_cache_dir()
+  args.cache_dir = os.path.abspath(args.cache_dir or default_cache_dir())
+  if "pretrained" in args.inits:
+    if os.path.exists(args.cache_dir) and not os.path.isdir(args.cache_dir):
+      ap.exit(1, f"{ap.prog}: error: --cache_dir {args.cache_dir} is not a directory\n")
+    try:
+      os.makedirs(args.cache_dir, exist_ok=True)
+      tempfile.TemporaryFile(dir=args.cache_dir).close()
+    except OSError as e:
+      ap.exit(1, f"{ap.prog}: error: --cache_dir {args.cache_dir}: cannot write there "
+                 f"({e.strerror or e})\n")
   return args
 
 

@@ -326,3 +326,17 @@ def test_a_terminated_ladder_takes_its_workers_with_it(tmp_path):
   while _tagged_processes(tag) and time.time() < deadline:
     time.sleep(0.5)
   assert _tagged_processes(tag) == []
+
+
+def test_an_unusable_cache_dir_is_one_line_before_any_training(tmp_path, capsys):
+  from benchmarks import memory_ladder as ml  # pylint: disable=g-import-not-at-top
+  a_file = tmp_path / "file"
+  a_file.write_text("x")
+  for bad in (a_file, a_file / "below"):
+    with pytest.raises(SystemExit) as e:
+      ml._parse(["--quick", "--cache_dir", str(bad)])
+    assert e.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--cache_dir" in err[0], err
+  # Without pre-training the cache is not touched.
+  assert ml._parse(["--inits", "scratch", "--cache_dir", str(a_file)]).inits == ["scratch"]
