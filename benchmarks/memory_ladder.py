@@ -418,6 +418,12 @@ def print_report(summary: Dict, pretrained: Sequence[Dict] = ()) -> None:
       if rows:
         print(f"  {model:<6} {_fmt([r['mlm_accuracy'] for r in rows]):<20} "
               f"{_fmt([r['mlm_entity_accuracy'] for r in rows])}")
+    by = {(r["model"], r["seed"]): r["mlm_entity_accuracy"] for r in pretrained}
+    gaps = [by[("E", s)] - by[("E(SS)", s)] for (m, s) in sorted(by) if m == "E"
+            and ("E(SS)", s) in by]
+    if gaps:  # the paper's memory-use analysis, in the ladder's world
+      print(f"  E - E(SS), entity tokens: {_fmt(gaps, '+.3f')} "
+            f"({sum(g > 0 for g in gaps)}/{len(gaps)} seeds > 0)")
   print(f"\ndev accuracy (exact span), min/median/max over seeds; chance {CHANCE:.2f}; "
         "learned: seeds at the rung's target")
   print("reader attn: the reading token's attention on the matching memory / uniform share")
