@@ -207,8 +207,10 @@ def test_quick_ladder_readtwice_e_learns_the_lookup_on_both_seeds_scratch_and_pr
   """``--quick``: R0 for ReadTwice(E) on 2 seeds, from scratch and from its pre-trained
   reader; every run finds the marked entity's mention (>= 0.9) and the same weights with
   other segments' memories blocked are not above chance, so the answer came through memory.
-  Fails with memory_init="random" (0.22 / 0.07 at 400 / 3,000 steps).  Seeds 0 and 1 are two
-  of the seeds that learn: the default ladder reports the share over 8."""
+  Fails with memory_init="random" (0.22 / 0.07 at 400 / 3,000 steps).  Training is
+  deterministic for a seed, and seeds 0 and 1 are two of the seeds that learn: over 8 seeds
+  the default ladder learns R0 on 4 from scratch and 4 pre-trained (its report gives the
+  share), so this test guards the path, not the robustness."""
   pytest.importorskip("tensorflow")
   from benchmarks import memory_ladder  # pylint: disable=g-import-not-at-top
   out = tmp_path / "ladder.json"
@@ -222,7 +224,7 @@ def test_quick_ladder_readtwice_e_learns_the_lookup_on_both_seeds_scratch_and_pr
     assert sorted(r["seed"] for r in e) == [0, 1] and len(blocked) == 2
     for r in e:
       assert r["accuracy"] >= 0.9 and r["reader_attention"] > 2.0, r
-    for r in blocked:  # 200 documents: 3 sd is 0.09
+    for r in blocked:  # 400 documents: 3 sd is 0.065
       assert r["accuracy"] <= chance + 0.1, r
   cached = sorted(os.listdir(tmp_path / "cache"))
   assert len(cached) == 2 and all(c.startswith("e-seed") for c in cached)
