@@ -474,7 +474,7 @@ def default_cache_dir() -> str:
 
 def _parse(argv):
   ap = argparse.ArgumentParser(prog="python -m benchmarks.memory_ladder",
-                               description=__doc__.split("\n\n")[0])
+                               description=__doc__.split("\n\n")[0], allow_abbrev=False)
   ap.add_argument("--rungs", default=",".join(ladder_tasks.RUNGS))
   ap.add_argument("--models", default=",".join(MODELS))
   ap.add_argument("--inits", default=",".join(INITS),

@@ -279,7 +279,7 @@ def test_override_reaches_every_model_and_a_bad_one_is_one_usage_line(capsys):
   for m in ml.MODELS:
     assert ml.model_config(m, "tiny", lt.Geometry(), **args.overrides).initializer_range == 0.05
   for bad in (["--override", "initializer_rang=0.05"], ["--override", "x"],
-              ["--rungs", "R9"], ["--inits", "pretrain"]):
+              ["--rungs", "R9"], ["--inits", "pretrain"], ["--seed", "3"]):
     with pytest.raises(SystemExit) as e:
       ml._parse(bad)
     assert e.value.code == 2
