@@ -31,7 +31,7 @@ they are run).
       [--inits scratch,pretrained] [--pretrain_steps N] [--quick] [--out results.json]
 
 Defaults (24 pre-trainings of 2,000 steps, then 102 fine-tunings) take ~29 minutes on 2 quiet
-cores (pre-training ~11 of them; cached checkpoints skip it); ``--quick`` ~3 minutes.
+cores (pre-training ~11 of them; cached checkpoints skip it); ``--quick`` ~2 minutes.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -82,7 +83,7 @@ DEV_SEED, TRAIN_SEED, PRETRAIN_SEED, PRETRAIN_HELDOUT_SEED = 10_000, 1000, 20_00
 # What the pre-training corpus is; a change of generator bumps it (and so the cache key).
 CORPUS_VERSION = 1
 # --quick: the lookup rung for ReadTwice(E) (and E-blocked) on 2 seeds, from scratch and
-# pre-trained (~3 minutes on 2 cores; the slow test suite runs it).
+# pre-trained (~2 minutes on 2 cores; the slow test suite runs it).
 # Its pre-trained readers are the full ladder's (same cache keys).
 QUICK = dict(rungs="R0", models="E", r0_seeds=2)
 
@@ -367,12 +368,13 @@ def _fmt(values: Sequence[float], fmt: str = ".3f") -> str:
 
 def summarise(results: List[Dict], rungs: Sequence[str],
               inits: Sequence[str] = ("scratch",)) -> Dict:
-  """Per rung, init and model: accuracies and probes (min/median/max over seeds), the share
-  of seeds at the rung's target, and the checks."""
+  """Per rung, init and model (``table[rung][init][model]``): accuracies and probes
+  (min/median/max over seeds), the share of seeds at the rung's target, and the checks."""
   table, checks = {}, []
   for rung in rungs:
     table[rung] = {}
     for init in inits:
+      models = table[rung][init] = {}
       for model in REPORTED:
         rows = [r for r in results if r["rung"] == rung and r["model"] == model
                 and r.get("init", "scratch") == init]
@@ -386,26 +388,24 @@ def summarise(results: List[Dict], rungs: Sequence[str],
           vals = [r[key] for r in rows if r.get(key) is not None]
           if vals:
             entry[key] = vals
-        table[rung][f"{model}|{init}"] = entry
+        models[model] = entry
       for model, target in TARGETS.get(rung, {}).items():
-        entry = table[rung].get(f"{model}|{init}")
-        if entry is None:
+        if model not in models:
           continue
-        accs = entry["accuracy"]
+        accs = models[model]["accuracy"]
         share = LEARN_SHARE.get(rung)
         if share is not None:  # at least `share` of the seeds reach the target
-          need = -(-share * len(accs) // 1)
-          ok = entry["learned"][0] >= need
-          check = f">= {target} on {int(need)}/{len(accs)}"
+          need = math.ceil(share * len(accs))
+          ok = models[model]["learned"][0] >= need
+          check = f">= {target} on {need}/{len(accs)}"
         else:
           ok, check = min(accs) >= target, f">= {target}"
         checks.append({"rung": rung, "init": init, "model": model, "check": check,
                        "min": min(accs), "pass": bool(ok)})
       for model in AT_CHANCE.get(rung, ()):
-        entry = table[rung].get(f"{model}|{init}")
-        if entry is None:
+        if model not in models:
           continue
-        accs = entry["accuracy"]
+        accs = models[model]["accuracy"]
         checks.append({"rung": rung, "init": init, "model": model,
                        "check": f"<= chance + {TOLERANCE}", "min": min(accs), "max": max(accs),
                        "below_chance": sum(a < CHANCE - TOLERANCE for a in accs),
@@ -434,15 +434,15 @@ def print_report(summary: Dict, pretrained: Sequence[Dict] = ()) -> None:
   print("grad ratio: ||grad memory layers|| / ||grad BERT_2||, at init -> after training\n")
   print(f"{'rung':<4} {'init':<10} {'model':<10} {'accuracy':<20} {'learned':<8} "
         f"{'reader attn':<17} grad ratio")
-  for rung, models in summary["table"].items():
-    for key, e in models.items():
-      model, init = key.split("|")
-      grads = ""
-      if "grad_ratio_init" in e:
-        grads = f"{_fmt(e['grad_ratio_init'], '.2g')} -> {_fmt(e['grad_ratio_end'], '.2g')}"
-      learned = f"{e['learned'][0]}/{e['learned'][1]}" if "learned" in e else "-"
-      print(f"{rung:<4} {init:<10} {model:<10} {_fmt(e['accuracy']):<20} {learned:<8} "
-            f"{_fmt(e.get('reader_attention', []), '.2f'):<17} {grads}")
+  for rung, by_init in summary["table"].items():
+    for init, models in by_init.items():
+      for model, e in models.items():
+        grads = ""
+        if "grad_ratio_init" in e:
+          grads = f"{_fmt(e['grad_ratio_init'], '.2g')} -> {_fmt(e['grad_ratio_end'], '.2g')}"
+        learned = f"{e['learned'][0]}/{e['learned'][1]}" if "learned" in e else "-"
+        print(f"{rung:<4} {init:<10} {model:<10} {_fmt(e['accuracy']):<20} {learned:<8} "
+              f"{_fmt(e.get('reader_attention', []), '.2f'):<17} {grads}")
   print()
   for c in summary["checks"]:
     span = f"min {c['min']:.3f}" + (f" max {c['max']:.3f}" if "max" in c else "")
@@ -454,8 +454,7 @@ def print_report(summary: Dict, pretrained: Sequence[Dict] = ()) -> None:
 
 def headline(summary: Dict, init: str = "scratch") -> Dict:
   """R3 (``init``): min over seeds of E - max(E(SS), E-blocked), paired by seed."""
-  t = {k.split("|")[0]: v for k, v in summary["table"].get("R3", {}).items()
-       if k.endswith(f"|{init}")}
+  t = summary["table"].get("R3", {}).get(init, {})
   if not all(m in t for m in ("E", "E(SS)", "E-blocked")):
     return {"metric": "memory_ladder_r3_gap", "value": None, "target": 0.35,
             "unit": "accuracy", "note": "R3 not run"}
@@ -505,20 +504,16 @@ def _parse(argv):
                   help="ModelConfig field=JSON value for every model, e.g. "
                        "initializer_range=0.05 (repeatable)")
   ap.add_argument("--quick", action="store_true",
-                  help="a ~3-minute smoke run: " + ", ".join(f"--{k} {v}"
+                  help="a ~2-minute smoke run: " + ", ".join(f"--{k} {v}"
                                                              for k, v in QUICK.items())
                        + " (flags given explicitly win)")
   ap.add_argument("--parallel", type=int, default=2, help="runs at once (one process each)")
   ap.add_argument("--threads", type=int, default=None,
                   help="TensorFlow threads per run (default: cores / parallel)")
   ap.add_argument("--out", default=None, help="write every run's results here (JSON)")
+  if ap.parse_known_args(argv)[0].quick:
+    ap.set_defaults(**QUICK)  # what --quick changes; flags given explicitly still win
   args = ap.parse_args(argv)
-  if args.quick:
-    given = {a.split("=")[0].lstrip("-") for a in (argv if argv is not None else sys.argv[1:])
-             if a.startswith("--")}
-    for k, v in QUICK.items():
-      if k not in given:
-        setattr(args, k, v)
 
   def listed(value, allowed, what):
     items = [x.strip() for x in value.split(",") if x.strip()]
@@ -625,7 +620,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
   print(f"\nwall {time.perf_counter() - t0:.0f} s")
   if args.out:
     with open(args.out, "w") as f:
-      json.dump({"args": {k: v for k, v in vars(args).items()}, "pretrained": pretrained,
+      json.dump({"args": vars(args), "pretrained": pretrained,
                  "results": results, "summary": summary}, f, indent=1)
   print(json.dumps(headline(summary, "pretrained" if "pretrained" in args.inits
                             else "scratch")))

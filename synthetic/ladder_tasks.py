@@ -56,6 +56,9 @@ WORD_FIRST, WORDS = 10, 8  # R1's words after a mention 10..17
 FILLER_FIRST, FILLERS = WORD_FIRST + WORDS, 24  # filler words 18..41
 NAME_FIRST = FILLER_FIRST + FILLERS  # entity names 42..vocab_size-1
 VOCAB_SIZE = 256
+# Books, authors and cities come from three disjoint name pools (kinds of names, as in text);
+# which name plays which part is drawn afresh for every document.
+NAME_POOLS = tuple(np.array_split(np.arange(NAME_FIRST, VOCAB_SIZE), 3))
 # TOKEN_KIND_* of schemas.records (copied: this module stays free of the project's imports).
 KIND_PAD, KIND_SPECIAL, KIND_QUESTION, KIND_CONTEXT = 0, 1, 2, 3
 RUNGS = ("R0", "R1", "R2", "R3")
@@ -148,10 +151,7 @@ def _lookup_doc(rng, rung: str, g: Geometry, first_id: int):
 
 def _bridge_doc(rng, rung: str, g: Geometry, first_id: int):
   k = g.candidates
-  # Books, authors and cities come from three disjoint name pools (kinds of names, as in
-  # text); which name plays which part is drawn afresh for every document.
-  pools = np.array_split(np.arange(NAME_FIRST, VOCAB_SIZE), 3)
-  books, authors, cities = (rng.choice(pool, size=k, replace=False) for pool in pools)
+  books, authors, cities = (rng.choice(pool, size=k, replace=False) for pool in NAME_POOLS)
   book_ids = [first_id + i for i in range(k)]
   author_ids = [first_id + k + i for i in range(k)]
   city_ids = [first_id + 2 * k + i for i in range(k)]
@@ -263,9 +263,9 @@ def facts_in(packs: Dict[str, np.ndarray]) -> frozenset:
 
 def _pretrain_doc(rng, g: Geometry, first_id: int, exclude: frozenset):
   chains = int(rng.integers(2, 4))  # 2 or 3 chains book -> author -> city
-  pools = np.array_split(np.arange(NAME_FIRST, VOCAB_SIZE), 3)
   for _ in range(1000):
-    books, authors, cities = (rng.choice(pool, size=chains, replace=False) for pool in pools)
+    books, authors, cities = (rng.choice(pool, size=chains, replace=False)
+                              for pool in NAME_POOLS)
     facts = ([(int(books[i]), BY, int(authors[i])) for i in range(chains)]
              + [(int(authors[i]), FROM, int(cities[i])) for i in range(chains)])
     if not any(f in exclude for f in facts):

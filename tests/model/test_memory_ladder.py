@@ -253,7 +253,7 @@ def test_checks_fail_a_blocked_model_only_above_chance_and_count_r0_seeds_that_l
                                                           ("E-blocked", 0.1), ("plain", 0.25))]
   s = ml.summarise(rows, ["R0", "R3"], ["scratch", "pretrained"])
   checks = {(c["rung"], c["init"], c["model"]): c for c in s["checks"]}
-  assert s["table"]["R0"]["E|scratch"]["learned"] == [7, 8]
+  assert s["table"]["R0"]["scratch"]["E"]["learned"] == [7, 8]
   assert checks[("R0", "scratch", "E")]["pass"]  # 7 of 8 seeds >= 0.9
   blocked = checks[("R0", "scratch", "E-blocked")]
   assert blocked["pass"] and blocked["below_chance"] == 2  # below chance: reported, not hidden
