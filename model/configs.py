@@ -11,6 +11,8 @@ import dataclasses
 import json
 from typing import Any, Dict, Mapping, Optional
 
+from schemas import safe_json
+
 MEMORY_SOURCES = ("cls", "sts", "entity")
 IMPLEMENTED_MEMORY_SOURCES = MEMORY_SOURCES
 MEMORY_APPLICATIONS = ("all", "entity")  # which tokens read memory
@@ -133,8 +135,8 @@ class ModelConfig:
     return cls(**_known(cls, d))
 
   @classmethod
-  def from_json(cls, text: str) -> "ModelConfig":
-    return cls.from_dict(json.loads(text))
+  def from_json(cls, text: str, source: str = "model config") -> "ModelConfig":
+    return cls.from_dict(safe_json.loads(text, source))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -209,8 +211,8 @@ class TrainConfig:
     return cls(**_known(cls, d))
 
   @classmethod
-  def from_json(cls, text: str) -> "TrainConfig":
-    return cls.from_dict(json.loads(text))
+  def from_json(cls, text: str, source: str = "train config") -> "TrainConfig":
+    return cls.from_dict(safe_json.loads(text, source))
 
 
 def _known(cls, d: Dict[str, Any]) -> Dict[str, Any]:
@@ -341,7 +343,7 @@ def load_configs(model_dir: str):
   if not tf.io.gfile.exists(path):
     raise FileNotFoundError(f"{path} does not exist: {model_dir} holds no saved configs")
   with tf.io.gfile.GFile(path, "rb") as f:
-    payload = json.loads(f.read().decode("utf-8"))
+    payload = safe_json.loads(f.read(), path)
   train = payload.get("train")
   return (ModelConfig.from_dict(payload["model"]),
           TrainConfig.from_dict(train) if train is not None else None)

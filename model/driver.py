@@ -56,17 +56,17 @@ def add_common_flags(p: argparse.ArgumentParser, *, preset: str, optimizer: str,
   """The model, initialisation, strategy, optimisation and checkpoint flags of both drivers;
   the defaults not given here are :class:`model.configs.TrainConfig`'s."""
   d = configs_lib.TrainConfig()
-  p.add_argument("--model_dir", required=True,
+  p.add_argument("--model_dir", required=True, io=cli.WRITES,
                  help="config.json, checkpoints, tb/ (train/ and eval/ runs) and metrics.json "
                       "go here (local or gs://); a run resumes from its latest checkpoint")
   g = p.add_argument_group("model")
   g.add_argument("--preset", default=preset, choices=sorted(configs_lib.PRESETS),
                  help="model preset, fitted to the records' vocabulary (tiny*: seq length)")
-  g.add_argument("--model_config", default=None, help="ModelConfig JSON file (overrides "
+  g.add_argument("--model_config", default=None, io=cli.READS, help="ModelConfig JSON file (overrides "
                  "--preset and the config of --init_checkpoint)")
-  g.add_argument("--init_checkpoint", default=None,
+  g.add_argument("--init_checkpoint", default=None, io=cli.READS,
                  help="initialise a fresh run from this checkpoint or model dir (weights only)")
-  g.add_argument("--init_roberta", default=None,
+  g.add_argument("--init_roberta", default=None, io=cli.READS,
                  help="initialise BERT_1 from a Hugging Face RoBERTa dir (config.json + "
                       "model.safetensors or pytorch_model.bin [+ vocab.json])")
   g = p.add_argument_group("distribution")
@@ -147,7 +147,7 @@ def model_config(args: argparse.Namespace, manifest: Dict, **preset_overrides
     return configs_lib.load_configs(args.model_dir)[0]  # resuming: the run's own config
   if args.model_config:
     with tf.io.gfile.GFile(args.model_config) as f:
-      return configs_lib.ModelConfig.from_json(f.read())
+      return configs_lib.ModelConfig.from_json(f.read(), f"--model_config {args.model_config}")
   if args.init_checkpoint:
     d = (args.init_checkpoint if tf.io.gfile.isdir(args.init_checkpoint)
          else os.path.dirname(args.init_checkpoint))
@@ -172,16 +172,37 @@ def init_fn(args: argparse.Namespace) -> Optional[Callable]:
       print(json.dumps({"initialised_from": path}), flush=True)
     return load
   if args.init_roberta:
-    from model import roberta_checkpoint, roberta_mapping  # pylint: disable=g-import-not-at-top
+    from model import roberta_mapping  # pylint: disable=g-import-not-at-top
+    check_roberta_dir(args.init_roberta)
 
     def load(model):
       try:
         report = roberta_mapping.initialize_from_roberta(model, args.init_roberta)
-      except roberta_checkpoint.CheckpointError as e:  # the files are at fault: one line, exit 1
-        raise training_data.TrainingError(f"--init_roberta: {e}") from None
+      except ValueError as e:  # CheckpointError, shapes, config: the files are at fault
+        raise training_data.TrainingError(f"--init_roberta: {' '.join(str(e).split())}"
+                                          ) from None
       print(json.dumps({"initialised_from_roberta": args.init_roberta, **report}), flush=True)
     return load
   return None
+
+
+def check_roberta_dir(path: str) -> None:
+  """TrainingError (one line, before anything is built) unless ``path`` holds what
+  ``--init_roberta`` reads: ``config.json``, a weights file and ``vocab.json``."""
+  from model import roberta_checkpoint, roberta_mapping  # pylint: disable=g-import-not-at-top
+  if not tf.io.gfile.isdir(path):
+    raise training_data.TrainingError(f"--init_roberta {path} is not a directory; give a "
+                                      "Hugging Face RoBERTa checkpoint dir")
+  missing = [name for name in (roberta_checkpoint.CONFIG_NAME, roberta_mapping.VOCAB_NAME)
+             if not tf.io.gfile.exists(os.path.join(path, name))]
+  if not any(tf.io.gfile.exists(os.path.join(path, name))
+             for name in roberta_checkpoint.WEIGHT_FILES):
+    missing.append(" or ".join(roberta_checkpoint.WEIGHT_FILES[::2]))
+  if missing:
+    raise training_data.TrainingError(
+        f"--init_roberta {path} has no {', no '.join(missing)}: the dir must hold a Hugging Face "
+        "RoBERTa checkpoint's config.json, its weights (model.safetensors or pytorch_model.bin) "
+        "and the vocab.json of its tokenizer (our token ids are mapped to its rows by it)")
 
 
 def check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -207,6 +228,17 @@ def error_message(error: BaseException, records_dirs) -> str:
   """The one line for an error of a run: a corrupt record names its file and index."""
   from model import input as input_lib  # pylint: disable=g-import-not-at-top
   return input_lib.records_error(error, list(records_dirs)) or " ".join(str(error).split())
+
+
+def records_failure(prog: str, error: BaseException, records_dirs) -> int:
+  """:func:`fail` with the one line of a TensorFlow error that the records caused (a shard
+  gone, a payload that is not a pack: :func:`model.input.records_error`), raised in the input
+  pipeline before or during training; any other error is re-raised (a bug: its traceback)."""
+  from model import input as input_lib  # pylint: disable=g-import-not-at-top
+  message = input_lib.records_error(error, list(records_dirs))
+  if message is None:
+    raise error
+  return fail(prog, " ".join(message.split()))
 
 
 def fail(prog: str, message: str) -> int:

@@ -145,12 +145,12 @@ def build_parser() -> cli.Parser:
                       'Score predictions with the official metrics of a task.', EXAMPLE)
   parser.add_argument('--task', required=True, choices=sorted(tasks.names()),
                       help='the official metrics to use')
-  parser.add_argument('--predictions', required=True,
+  parser.add_argument('--predictions', required=True, io=cli.READS,
                       help='predictions JSON file (as model.predict writes it)')
-  parser.add_argument('--gold', required=True,
+  parser.add_argument('--gold', required=True, io=cli.READS,
                       help='official gold file: ' + ', '.join(
                           tasks.get(name).gold_help for name in tasks.names()))
-  parser.add_argument('--output', default=None,
+  parser.add_argument('--output', default=None, io=cli.WRITES,
                       help='optional path to also write the metrics JSON')
   for name in tasks.names():
     for flag in tasks.get(name).flags:

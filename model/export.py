@@ -40,8 +40,9 @@ Beside the SavedModel the output dir holds ``config.json`` (the model dir's, ver
 ``export.json``: the input and output specs, N, L, ``max_answer_tokens``, a summary of the model
 config, the source checkpoint, and the TensorFlow / Keras versions that wrote it.  The last
 stdout line is a JSON summary.  Python API: :func:`export`.  Paths may be any ``tf.io.gfile``
-path; an existing ``--output_dir`` is refused unless ``--overwrite``, and one that would hold
-the model dir is refused always.
+path; an existing ``--output_dir`` is refused unless ``--overwrite``, which replaces only an
+earlier export (a directory holding ``export.json``, not a symlink); one that would hold, be or
+lie inside the model dir is refused always.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from typing import Dict, Optional, Tuple
 import keras
 import tensorflow as tf
 
+from model import faults
 from model import configs as configs_lib
 from model import input as input_lib
 from model import readtwice
@@ -63,6 +65,7 @@ from model.trainer import check_compatible
 from schemas import cli
 from schemas import manifest as manifest_lib
 from schemas import records
+from schemas import safe_json
 
 SIGNATURE = "serving_default"
 EXPORT_FILE = "export.json"
@@ -146,10 +149,10 @@ class ServingModule(tf.Module):
 
 
 def _path_key(path: str) -> str:
-  """A comparable form of ``path``: normalised, absolute for local paths."""
+  """A comparable form of ``path``: normalised; local paths absolute, symlinks resolved."""
   if "://" in path:
     return posixpath.normpath(path)
-  return os.path.normpath(os.path.abspath(path))
+  return os.path.realpath(path)
 
 
 def _holds(outer: str, inner: str) -> bool:
@@ -188,6 +191,21 @@ def _spec_json(spec) -> Dict:
   return {"dtype": spec.dtype.name, "shape": spec.shape.as_list()}
 
 
+def _check_replaceable(output_dir: str) -> None:
+  """``--overwrite`` deletes only an earlier export (a directory holding our ``export.json``),
+  never a symlink (whose target is someone else's) nor anything else."""
+  local = "://" not in output_dir
+  if local and os.path.islink(output_dir.rstrip(os.sep) or os.sep):
+    raise ExportError(f"--output_dir {output_dir} is a symlink (to "
+                      f"{os.path.realpath(output_dir)}); --overwrite never deletes through a "
+                      "symlink: give the real path or another --output_dir")
+  if (not tf.io.gfile.isdir(output_dir)
+      or not tf.io.gfile.exists(os.path.join(output_dir, EXPORT_FILE))):
+    raise ExportError(f"--output_dir {output_dir} exists and is not an earlier export (no "
+                      f"{EXPORT_FILE} in it); --overwrite replaces only what model.export "
+                      "wrote: choose another --output_dir")
+
+
 def export(model_dir: str, output_dir: str, *, seq_length: int, segments_per_pack: int,
            checkpoint: Optional[str] = None,
            max_answer_tokens: int = DEFAULT_MAX_ANSWER_TOKENS, overwrite: bool = False
@@ -204,6 +222,7 @@ def export(model_dir: str, output_dir: str, *, seq_length: int, segments_per_pac
     if _holds(output_dir, model_dir):
       raise ExportError(f"--output_dir {output_dir} holds --model_dir {model_dir}; "
                         "export somewhere else")
+    _check_replaceable(output_dir)
   model, config, path = restore(model_dir, checkpoint)
   if seq_length > config.max_seq_length:
     raise ExportError(f"seq_length {seq_length} > the model's max_seq_length "
@@ -218,6 +237,7 @@ def export(model_dir: str, output_dir: str, *, seq_length: int, segments_per_pac
       tf.io.gfile.remove(output_dir)
   try:
     tf.saved_model.save(module, output_dir, signatures={SIGNATURE: module.serve})
+    faults.fault_point("export", output_dir)
     tf.io.gfile.copy(os.path.join(model_dir, configs_lib.CONFIG_FILE),
                      os.path.join(output_dir, configs_lib.CONFIG_FILE))
     info = {
@@ -275,13 +295,13 @@ EXAMPLE = ("python -m model.export --model_dir /tmp/model/best --output_dir /tmp
 
 def build_parser() -> cli.Parser:
   p = cli.Parser("model.export", __doc__.split("\n\n")[0].replace("\n", " "), EXAMPLE)
-  p.add_argument("--model_dir", required=True,
+  p.add_argument("--model_dir", required=True, io=cli.READS,
                  help="a model.finetune / model.train model dir (config.json + checkpoints)")
-  p.add_argument("--output_dir", required=True,
+  p.add_argument("--output_dir", required=True, io=cli.WRITES,
                  help="where the SavedModel, config.json and export.json go")
-  p.add_argument("--checkpoint", default=None,
+  p.add_argument("--checkpoint", default=None, io=cli.READS,
                  help="checkpoint prefix to export (default: the latest in --model_dir)")
-  p.add_argument("--records_dir", default=None,
+  p.add_argument("--records_dir", default=None, io=cli.READS,
                  help="records the model will serve: the signature takes packs of their "
                       "seq_length x segments_per_pack")
   p.add_argument("--seq_length", type=int, default=None,
@@ -295,6 +315,7 @@ def build_parser() -> cli.Parser:
   return p
 
 
+@faults.command("model.export")
 def main(argv=None) -> int:
   p = build_parser()
   args = p.parse_args(argv)
@@ -312,7 +333,7 @@ def main(argv=None) -> int:
 
   return cli.run_command(p.prog, body, (ExportError, training_data.TrainingError,
                                         FileNotFoundError, manifest_lib.ManifestError,
-                                        records.SchemaVersionError))
+                                        records.SchemaVersionError, safe_json.JsonTooDeepError))
 
 
 if __name__ == "__main__":

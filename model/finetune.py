@@ -28,6 +28,7 @@ import sys
 
 import tensorflow as tf
 
+from model import faults
 from model import book_memory
 from model import driver
 from model import evaluate as evaluate_lib
@@ -67,7 +68,7 @@ def build_parser() -> cli.Parser:
   p = cli.Parser("model.finetune", __doc__.split("\n\n")[0], EXAMPLE)
   p.add_argument("--task", required=True, choices=tasks.names(),
                  help="the QA task: its loss heads, decoding and official dev metric")
-  p.add_argument("--records_dir", required=True, help="the train split's pipeline output dir")
+  p.add_argument("--records_dir", required=True, io=cli.READS, help="the train split's pipeline output dir")
   p.add_argument("--epochs", type=float, default=6.0, help="passes over the train packs")
   p.add_argument("--steps", type=int, default=None, help="training steps (overrides --epochs)")
   driver.add_common_flags(p, preset="readtwice_e", optimizer="adamw",
@@ -84,9 +85,9 @@ def build_parser() -> cli.Parser:
                       "(each refill reads BERT_1 over the packs of the books that span several "
                       "packs)")
   g = p.add_argument_group("dev evaluation and early stopping")
-  g.add_argument("--dev_records_dir", default=None,
+  g.add_argument("--dev_records_dir", default=None, io=cli.READS,
                  help="the dev split's pipeline output dir")
-  g.add_argument("--gold", default=None,
+  g.add_argument("--gold", default=None, io=cli.READS,
                  help="the official gold file of the dev split (as model.evaluate)")
   g.add_argument("--eval_every", type=int, default=None,
                  help="evaluate every this many steps (default: once per epoch)")
@@ -102,6 +103,7 @@ def build_parser() -> cli.Parser:
   return p
 
 
+@faults.command("model.finetune", trains=True)
 def main(argv=None) -> int:
   p = build_parser()
   args = p.parse_args(argv)
@@ -149,6 +151,9 @@ def main(argv=None) -> int:
           tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(e, [args.records_dir] + (
         [args.dev_records_dir] if args.dev_records_dir else [])))
+  except (tf.errors.OpError, UnicodeDecodeError) as e:  # garbage records, a shard gone
+    return driver.records_failure(p.prog, e, [args.records_dir] + (
+        [args.dev_records_dir] if args.dev_records_dir else []))
   summary["packs_per_epoch"] = epoch
   return driver.finish(summary)
 

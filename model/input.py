@@ -271,38 +271,64 @@ def read_manifest(output_dir: str) -> Dict:
   return records_dir_lib.read_manifest(output_dir, GFILE)
 
 
-def find_corrupt_record(files: Sequence[str], compression: Optional[str] = None
-                        ) -> Optional[str]:
+def find_corrupt_record(files: Sequence[str], compression: Optional[str] = None,
+                        seq_length: Optional[int] = None,
+                        segments_per_pack: Optional[int] = None) -> Optional[str]:
   """``"<file>: bad data checksum in record 50."`` for the first corrupt or truncated record of
-  ``files`` (read with Python, checksums verified), or None if every record is sound."""
+  ``files`` (read with Python, checksums verified), or None if every record is sound.  Each
+  payload is also decoded (:func:`schemas.records_dir.decode_pack`): one that is not a pack (a
+  valid checksum around garbage, features missing or of another dtype or, with the geometry
+  given, size) is reported with its file and index too."""
   for path in files:
     try:
-      for _ in records_dir_lib.iter_records(
-          path, tfrecord_io.compression_of_path(path, compression), GFILE):
-        pass
-    except (tfrecord_io.CorruptRecordError, OSError, EOFError) as e:
+      for i, payload in enumerate(records_dir_lib.iter_records(
+          path, tfrecord_io.compression_of_path(path, compression), GFILE)):
+        records_dir_lib.decode_pack(payload, f"{path} record {i}", seq_length,
+                                    segments_per_pack)
+    except (tfrecord_io.CorruptRecordError, OSError, EOFError,
+            tf.errors.NotFoundError) as e:
       text = str(e)
       return text if path in text else f"{path}: {text}"
+    except (records_dir_lib.BadRecordError, records.SchemaVersionError) as e:
+      return f"bad record {e}"
   return None
+
+
+# What tf.data raises on records it cannot read or parse: a corrupt or truncated record (data
+# loss, out of range), a payload that is not a pack (invalid argument; UnicodeDecodeError when
+# the garbage lands in TensorFlow's error message), a shard gone (not found).
+_READ_ERRORS = (tf.errors.DataLossError, tf.errors.OutOfRangeError,
+                tf.errors.InvalidArgumentError, tf.errors.NotFoundError,
+                tf.errors.PermissionDeniedError, UnicodeDecodeError)
 
 
 def records_error(error: BaseException, records_dirs: Sequence[str]) -> Optional[str]:
   """The one-line message for a TensorFlow error raised while reading ``records_dirs``' records
-  (corrupt or truncated record: the file and record index), or None if it is not one."""
-  if not isinstance(error, (tf.errors.DataLossError, tf.errors.OutOfRangeError)):
+  (corrupt or truncated record, a payload that is not a pack: the file and record index; a
+  listed shard gone), or None if it is not one (then it is not the records' fault: a bug)."""
+  if not isinstance(error, _READ_ERRORS):
     return None
   files: List[str] = []
   compression = None
+  geometry = (None, None)
   for d in records_dirs:
     try:
       manifest = read_manifest(d)
+    except FileNotFoundError as e:  # a listed shard went away while the run read it
+      if isinstance(error, (tf.errors.NotFoundError, tf.errors.PermissionDeniedError)):
+        return " ".join(str(e).split())
+      continue
     except (OSError, ValueError):
       continue
     compression = tfrecord_io.manifest_compression(manifest)
+    cfg = manifest.get("config", {})
+    geometry = (cfg.get("seq_length"), cfg.get("segments_per_pack"))
     files.extend(record_files(d, manifest))
-  found = find_corrupt_record(files, compression)
+  found = find_corrupt_record(files, compression, *geometry)
   if found:
-    return f"corrupt records: {found.rstrip('.')}"
+    return found if found.startswith("bad record") else f"corrupt records: {found.rstrip('.')}"
+  if not isinstance(error, (tf.errors.DataLossError, tf.errors.OutOfRangeError)):
+    return None
   if isinstance(error, tf.errors.DataLossError):
     first = " ".join(str(error.message).split("\n")[0].split())
     return f"corrupt records in {', '.join(records_dirs)}: {first}"

@@ -29,12 +29,14 @@ Python API: :func:`predict` (loads the model from ``model_dir``) and :func:`pred
 from __future__ import annotations
 
 import json
+import os
 import sys
 import weakref
 from typing import Callable, Dict, Mapping, Optional, Tuple
 
 import tensorflow as tf
 
+from model import faults
 from model import book_memory
 from model import decoding
 from model import input as input_lib
@@ -46,6 +48,7 @@ from model.train import load_model
 from schemas import cli
 from schemas import manifest as manifest_lib
 from schemas import records
+from schemas import safe_json
 
 _OUTPUT_KEYS = ("begin_logits", "end_logits", "answer_type_logits", "supporting_logits")
 
@@ -192,15 +195,36 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
   """
   manifest = input_lib.read_manifest(records_dir)  # before the model is loaded
   model, _ = load_model(model_dir, checkpoint)
-  trainer_lib.check_compatible(model.config, manifest)
+  try:
+    trainer_lib.check_compatible(model.config, manifest)
+  except training_data.TrainingError as e:
+    raise PredictError(f"--model_dir {model_dir} does not fit --records_dir {records_dir}: "
+                       f"{e}") from None
   preds = predict_with_model(model, records_dir, task=task, reduction=reduction,
                              per_document=per_document, top_k=top_k,
                              max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
                              memory_scope=memory_scope)
   if output:
-    with tf.io.gfile.GFile(output, "w") as f:
-      f.write(json.dumps(preds, indent=1, sort_keys=True) + "\n")
+    write_json_atomically(output, preds)
   return preds
+
+
+def write_json_atomically(path: str, value) -> None:
+  """Writes ``value`` as JSON to a temporary file beside ``path``, then renames it over
+  ``path``: a full disk, a signal or an error leaves ``path`` as it was and no temporary file."""
+  tmp = f"{path}.tmp-{os.getpid()}"
+  try:
+    with tf.io.gfile.GFile(tmp, "w") as f:
+      f.write(json.dumps(value, indent=1, sort_keys=True) + "\n")
+    faults.fault_point("predict", tmp)
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+  except BaseException:
+    try:
+      if tf.io.gfile.exists(tmp):
+        tf.io.gfile.remove(tmp)
+    except Exception:  # pylint: disable=broad-except  (the first error is the one to report)
+      pass
+    raise
 
 
 EXAMPLE = ("python -m model.predict --records_dir /tmp/hotpot_dev_records "
@@ -210,15 +234,15 @@ EXAMPLE = ("python -m model.predict --records_dir /tmp/hotpot_dev_records "
 
 def build_parser() -> cli.Parser:
   p = cli.Parser("model.predict", __doc__.split("\n\n")[0], EXAMPLE)
-  p.add_argument("--records_dir", required=True,
+  p.add_argument("--records_dir", required=True, io=cli.READS,
                  help="a QA pipeline's output dir (hotpotqa, triviaqa, narrativeqa, or "
                       "extractive QA data such as jsonl_qa); the task and TriviaQA's "
                       "per-document keys follow its manifest")
-  p.add_argument("--model_dir", required=True,
+  p.add_argument("--model_dir", required=True, io=cli.READS,
                  help="a model.finetune / model.train model dir (config.json + checkpoints), "
                       "e.g. <model_dir>/best")
-  p.add_argument("--output", required=True, help="predictions JSON file to write")
-  p.add_argument("--checkpoint", default=None,
+  p.add_argument("--output", required=True, io=cli.WRITES, help="predictions JSON file to write")
+  p.add_argument("--checkpoint", default=None, io=cli.READS,
                  help="checkpoint prefix to restore (default: the latest in --model_dir)")
   p.add_argument("--task", choices=tasks.names(), default=None,
                  help="optional check: the task the records must be of (default: theirs)")
@@ -238,12 +262,13 @@ def build_parser() -> cli.Parser:
   p.add_argument("--sp_threshold", type=float, default=0.5,
                  help="HotpotQA: supporting-fact probability above which a sentence is "
                       "predicted")
-  p.add_argument("--gold", default=None,
+  p.add_argument("--gold", default=None, io=cli.READS,
                  help="official gold file: also score the predictions with the same code as "
                  "`python -m model.evaluate` and print the metrics as the last line")
   return p
 
 
+@faults.command("model.predict")
 def main(argv=None) -> int:
   p = build_parser()
   args = p.parse_args(argv)
@@ -272,7 +297,7 @@ def main(argv=None) -> int:
   return cli.run_command(p.prog, body, (PredictError, input_lib.RecordsError,
                                         training_data.TrainingError, evaluate.EvaluationError,
                                         FileNotFoundError, manifest_lib.ManifestError,
-                                        records.SchemaVersionError),
+                                        records.SchemaVersionError, safe_json.JsonTooDeepError),
                          message_of=lambda e: input_lib.records_error(e, [args.records_dir]))
 
 

@@ -29,6 +29,7 @@ from typing import Dict, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from model import faults
 from model import driver
 from model import losses as losses_lib
 from model import masking as masking_lib
@@ -86,7 +87,7 @@ EXAMPLE = r"""python -m model.pretrain --records_dir /tmp/wiki_records \
 
 def build_parser() -> cli.Parser:
   p = cli.Parser("model.pretrain", __doc__.split("\n\n")[0], EXAMPLE)
-  p.add_argument("--records_dir", action="append", required=True,
+  p.add_argument("--records_dir", action="append", required=True, io=cli.READS,
                  help="pipeline output dir; repeat the flag to train on several")
   p.add_argument("--steps", type=int, default=10000, help="training steps (packs)")
   driver.add_common_flags(p, preset="readtwice_e", optimizer="lamb", learning_rate=5e-4)
@@ -103,7 +104,7 @@ def build_parser() -> cli.Parser:
   cli.bool_flag(g, "whole_entity", False,
                 "mask every mention of the same entity in a segment together")
   g = p.add_argument_group("held-out evaluation")
-  g.add_argument("--dev_records_dir", action="append", default=None,
+  g.add_argument("--dev_records_dir", action="append", default=None, io=cli.READS,
                  help="held-out pipeline output dir (repeatable)")
   g.add_argument("--eval_every", type=int, default=None,
                  help="evaluate every this many steps (default: only at the end)")
@@ -112,6 +113,7 @@ def build_parser() -> cli.Parser:
   return p
 
 
+@faults.command("model.pretrain", trains=True)
 def main(argv=None) -> int:
   p = build_parser()
   args = p.parse_args(argv)
@@ -144,6 +146,9 @@ def main(argv=None) -> int:
   except (training_data.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(
         e, list(args.records_dir) + list(args.dev_records_dir or [])))
+  except (tf.errors.OpError, UnicodeDecodeError) as e:  # garbage records, a shard gone
+    return driver.records_failure(p.prog, e,
+                                  list(args.records_dir) + list(args.dev_records_dir or []))
   return driver.finish(summary)
 
 

@@ -34,14 +34,14 @@ def build_parser() -> cli.Parser:
       "model.roberta",
       "Build a ReadTwice model whose embeddings and BERT_1 (and MLM head) come "
       "from a Hugging Face RoBERTa checkpoint; write config.json and a checkpoint.", EXAMPLE)
-  p.add_argument("--hf_dir", required=True,
+  p.add_argument("--hf_dir", required=True, io=cli.READS,
                  help="HF checkpoint dir: config.json, model.safetensors or pytorch_model.bin, "
                       "vocab.json (local or gs://)")
-  p.add_argument("--model_dir", required=True, help="output dir (local)")
+  p.add_argument("--model_dir", required=True, io=cli.WRITES, help="output dir (local)")
   p.add_argument("--preset", default="base", choices=sorted(configs_lib.PRESETS),
                  help="memory / BERT_2 / head settings; the encoder shape comes from the "
                       "checkpoint")
-  p.add_argument("--vocab_file", default=None,
+  p.add_argument("--vocab_file", default=None, io=cli.READS,
                  help="our tokenizer's vocab.json if the pipeline ran with --vocab_file "
                       "(default: the packaged GPT-2 vocabulary)")
   cli.bool_flag(p, "same_vocab", False,

@@ -31,6 +31,7 @@ import safetensors
 import tensorflow as tf
 
 from model import roberta_torch_bin
+from schemas import safe_json
 
 CONFIG_NAME = "config.json"
 # Weight files in order of preference; an index maps tensor names to shard files.
@@ -84,7 +85,9 @@ def _parse_json(raw: bytes, path: str, what: str) -> Any:
   except UnicodeDecodeError as e:
     raise CheckpointError(f"{path}: {what} is not valid UTF-8 (byte {e.start})") from None
   try:
-    return json.loads(text, object_pairs_hook=_no_duplicates)
+    return safe_json.loads(text, f"{path}: {what}", object_pairs_hook=_no_duplicates)
+  except safe_json.JsonTooDeepError as e:
+    raise CheckpointError(str(e)) from None
   except _DuplicateKey as e:
     raise CheckpointError(f"{path}: {what} has the key {_short(e.args[0])} twice") from None
   except json.JSONDecodeError as e:

@@ -192,6 +192,11 @@ class _Tensors:
     self._path = path
     self.used = set()
 
+  @property
+  def where(self) -> str:
+    """The weights file, for messages."""
+    return roberta_checkpoint.weights_file(self._path) or self._path
+
   def __contains__(self, name: str) -> bool:
     return name in self._tensors
 
@@ -199,17 +204,26 @@ class _Tensors:
     """The tensor or None, without marking it used."""
     return self._tensors.get(name)
 
-  def take(self, name: str) -> np.ndarray:
+  def take(self, name: str, shape: Optional[Sequence[Optional[int]]] = None) -> np.ndarray:
+    """The tensor ``name``; ``shape`` (None: any size on that axis) is checked: a
+    CheckpointError naming the file, the tensor and both shapes."""
     if name not in self._tensors:
       raise ValueError(f"{self._path}: no tensor {name!r} in the checkpoint")
+    value = self._tensors[name]
+    if shape is not None and (value.ndim != len(shape) or any(
+        want is not None and got != want for got, want in zip(value.shape, shape))):
+      raise roberta_checkpoint.CheckpointError(
+          f"{roberta_checkpoint.weights_file(self._path)}: tensor {name!r} has shape "
+          f"{tuple(value.shape)}, expected {tuple('any' if w is None else w for w in shape)}")
     self.used.add(name)
-    return self._tensors[name]
+    return value
 
   def unused(self) -> List[str]:
     return sorted(set(self._tensors) - self.used)
 
 
-def _fit(variable, value: np.ndarray, name: str, in_axes: int = 1) -> Tuple[Any, np.ndarray]:
+def _fit(variable, value: np.ndarray, name: str, in_axes: int = 1, path: str = ""
+         ) -> Tuple[Any, np.ndarray]:
   """``(variable, value reshaped to it)``; ``value`` 2-D must be ``[prod(shape[:in_axes]),
   prod(shape[in_axes:])]`` (a kernel split into heads), else shapes must be equal up to a
   reshape of the same rank-1 size (a bias)."""
@@ -219,21 +233,25 @@ def _fit(variable, value: np.ndarray, name: str, in_axes: int = 1) -> Tuple[Any,
   else:
     want = (int(np.prod(shape)),)
   if tuple(value.shape) != want:
-    raise ValueError(f"{name}: shape {tuple(value.shape)} does not fit {variable.path} "
-                     f"{shape}")
+    raise roberta_checkpoint.CheckpointError(
+        f"{path + ': ' if path else ''}tensor {name!r} has shape {tuple(value.shape)}, "
+        f"expected {want} (for our {variable.path} {shape})")
   return variable, value.reshape(shape)
 
 
 def _dense(layer, tensors: _Tensors, prefix: str, in_axes: int = 1) -> List[Tuple[Any, Any]]:
   """A torch Linear (``<prefix>.weight`` ``[out, in]``, ``.bias``) -> a Keras (Einsum)Dense."""
-  return [_fit(layer.kernel, tensors.take(prefix + ".weight").T, prefix + ".weight", in_axes),
-          _fit(layer.bias, tensors.take(prefix + ".bias"), prefix + ".bias")]
+  where = tensors.where
+  return [_fit(layer.kernel, tensors.take(prefix + ".weight").T, prefix + ".weight", in_axes,
+               where),
+          _fit(layer.bias, tensors.take(prefix + ".bias"), prefix + ".bias", path=where)]
 
 
 def _norm(layer, tensors: _Tensors, prefix: str) -> List[Tuple[Any, Any]]:
   """A torch LayerNorm -> a Keras LayerNormalization."""
-  return [_fit(layer.gamma, tensors.take(prefix + ".weight"), prefix + ".weight"),
-          _fit(layer.beta, tensors.take(prefix + ".bias"), prefix + ".bias")]
+  return [_fit(layer.gamma, tensors.take(prefix + ".weight"), prefix + ".weight",
+               path=tensors.where),
+          _fit(layer.beta, tensors.take(prefix + ".bias"), prefix + ".bias", path=tensors.where)]
 
 
 def _block(block, tensors: _Tensors, prefix: str) -> List[Tuple[Any, Any]]:
@@ -252,18 +270,20 @@ def _block(block, tensors: _Tensors, prefix: str) -> List[Tuple[Any, Any]]:
 
 def _embeddings(model, tensors: _Tensors, hf_config: Mapping[str, Any], index: np.ndarray
                ) -> List[Tuple[Any, Any]]:
-  words = tensors.take("embeddings.word_embeddings.weight")
+  hidden = model.config.hidden_size
+  words = tensors.take("embeddings.word_embeddings.weight", (None, hidden))
   offset = _position_offset(hf_config)
   length = model.config.max_seq_length
-  positions = tensors.take("embeddings.position_embeddings.weight")[offset:offset + length]
+  positions = tensors.take("embeddings.position_embeddings.weight",
+                           (None, hidden))[offset:offset + length]
   if len(positions) < length:
     raise ValueError(f"the checkpoint has {len(positions)} positions after its offset "
                      f"{offset}, max_seq_length is {length}")
-  token_type = tensors.take("embeddings.token_type_embeddings.weight")[0]
+  token_type = tensors.take("embeddings.token_type_embeddings.weight", (None, hidden))[0]
   return ([_fit(model.token_embedding.embeddings, remap_rows(words, index),
-                "embeddings.word_embeddings.weight"),
+                "embeddings.word_embeddings.weight", path=tensors.where),
            _fit(model.position_embedding.embeddings, positions + token_type[None],
-                "embeddings.position_embeddings.weight")]
+                "embeddings.position_embeddings.weight", path=tensors.where)]
           + _norm(model.embedding_norm, tensors, "embeddings.LayerNorm"))
 
 
@@ -272,7 +292,8 @@ def _mlm_head(model, tensors: _Tensors, index: np.ndarray) -> List[Tuple[Any, An
   bias_name = "lm_head.bias" if "lm_head.bias" in tensors else "lm_head.decoder.bias"
   pairs = (_dense(head.transform, tensors, "lm_head.dense")
            + _norm(head.norm, tensors, "lm_head.layer_norm")
-           + [_fit(head.output_bias, remap_rows(tensors.take(bias_name), index), bias_name)])
+           + [_fit(head.output_bias, remap_rows(tensors.take(bias_name, (None,)), index),
+                   bias_name, path=tensors.where)])
   for name, same_as in (("lm_head.decoder.bias", bias_name),
                         ("lm_head.decoder.weight", "embeddings.word_embeddings.weight")):
     # Tied copies (as ours are); an untied decoder stays listed as unused.

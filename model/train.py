@@ -30,6 +30,7 @@ from typing import Callable, Dict, Optional
 
 import tensorflow as tf
 
+from model import faults
 from model import configs as configs_lib
 from model import driver
 from model import input as input_lib
@@ -106,12 +107,12 @@ def build_parser() -> cli.Parser:
   """The CLI; every trainer flag's default is the matching ``TrainConfig`` field's default."""
   d = configs_lib.TrainConfig()
   p = cli.Parser("model.train", __doc__.split("\n\n")[0], EXAMPLE)
-  p.add_argument("--records_dir", required=True, help="pipeline output dir")
-  p.add_argument("--model_dir", required=True,
+  p.add_argument("--records_dir", required=True, io=cli.READS, help="pipeline output dir")
+  p.add_argument("--model_dir", required=True, io=cli.WRITES,
                  help="config.json, checkpoints and tb/ go here; resumes from its checkpoint")
   p.add_argument("--preset", default="tiny", choices=sorted(configs_lib.PRESETS),
                  help="model preset, fitted to the records' vocab (and, tiny, seq length)")
-  p.add_argument("--model_config", default=None,
+  p.add_argument("--model_config", default=None, io=cli.READS,
                  help="JSON file with a ModelConfig (overrides --preset).")
   p.add_argument("--steps", type=int, default=d.steps, help="training steps (packs)")
   p.add_argument("--learning_rate", type=float, default=d.learning_rate,
@@ -150,6 +151,7 @@ CLI_TRAIN_FIELDS = tuple(f.name for f in dataclasses.fields(configs_lib.TrainCon
                          if f.name != "warmup_steps")
 
 
+@faults.command("model.train", trains=True)
 def main(argv=None) -> int:
   p = build_parser()
   args = p.parse_args(argv)
@@ -161,7 +163,7 @@ def main(argv=None) -> int:
         **{f: getattr(args, f) for f in CLI_TRAIN_FIELDS})
     if args.model_config:
       with open(args.model_config) as f:
-        mc = configs_lib.ModelConfig.from_json(f.read())
+        mc = configs_lib.ModelConfig.from_json(f.read(), f"--model_config {args.model_config}")
     else:
       mc = None
   except (OSError, ValueError) as e:
@@ -177,6 +179,8 @@ def main(argv=None) -> int:
                     allow_schedule_change=args.allow_schedule_change)
   except (training_data.TrainingError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
     return driver.fail(p.prog, driver.error_message(e, [args.records_dir]))
+  except (tf.errors.OpError, UnicodeDecodeError) as e:  # garbage records, a shard gone
+    return driver.records_failure(p.prog, e, [args.records_dir])
   summary.pop("losses")
   print(json.dumps(summary), flush=True)
   return 0

@@ -163,7 +163,9 @@ class Trainer:
     """Builds the model, optimizer, data and checkpoint; a fresh run that fails to initialise
     (e.g. an unreadable ``--init_roberta`` checkpoint) leaves no model dir behind."""
     created = not tf.io.gfile.exists(self.model_dir)
-    if not created:
+    if not created:  # a run killed or out of disk while saving left a half-written checkpoint
+      from model import faults  # pylint: disable=g-import-not-at-top
+      faults.remove_checkpoint_temp(self.model_dir)
       self._check_schedule()
     tf.io.gfile.makedirs(self.model_dir)
     try:
@@ -173,6 +175,9 @@ class Trainer:
         tf.io.gfile.rmtree(self.model_dir)
       raise
     configs_lib.save_configs(self.model_dir, self.mc, self.tc)
+    from model import faults  # pylint: disable=g-import-not-at-top
+    model_dir = self.model_dir
+    faults.on_failure(lambda: faults.remove_checkpoint_temp(model_dir))
 
   def _check_schedule(self) -> None:
     """On resume, compares the schedule with the saved one (see the module docstring)."""
@@ -222,6 +227,10 @@ class Trainer:
     self.manager = tf.train.CheckpointManager(self.checkpoint, self.model_dir,
                                               max_to_keep=self.tc.max_checkpoints,
                                               checkpoint_name="ckpt")
+    from model import faults  # pylint: disable=g-import-not-at-top
+    # Called once a checkpoint's files are written, before the manager records it.
+    self._save_options = tf.train.CheckpointOptions(
+        experimental_write_callbacks=[lambda path: faults.fault_point("checkpoint", path)])
     self.resumed_from = self.manager.latest_checkpoint
     if self.resumed_from:
       self.checkpoint.restore(self.resumed_from).assert_existing_objects_matched()
@@ -365,7 +374,9 @@ class Trainer:
   def run(self) -> Dict:
     """Trains (or resumes) to ``train_config.steps``; returns the summary (also written to
     ``<model_dir>/metrics.json``)."""
+    from model import faults  # pylint: disable=g-import-not-at-top
     self._build()
+    faults.fault_point("build", self.model_dir)
     log = self.log_fn or self._default_log_fn()
     train_loop = self._train_loop_fn()
     writer, eval_writer = self._writers()
@@ -386,6 +397,7 @@ class Trainer:
       lr = self._learning_rate()
       t0 = time.perf_counter()
       means, prints = train_loop(self.iterator, tf.constant(n, tf.int32))
+      faults.fault_point("train", self.model_dir)
       means = {k: float(v) for k, v in means.items()}
       dt = time.perf_counter() - t0
       seconds += dt
@@ -418,7 +430,7 @@ class Trainer:
           stopped_early = True
       if step % tc.checkpoint_every == 0 or step == tc.steps or stopped_early:
         writer.flush()  # what TensorBoard shows of a killed run reaches its last checkpoint
-        self.manager.save(checkpoint_number=step)
+        self.manager.save(checkpoint_number=step, options=self._save_options)
       if stopped_early:
         break
     for w in (writer, eval_writer):

@@ -30,6 +30,9 @@ def usage() -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  if argv is None:  # the command line (not a call from a test): Ctrl-C while starting is one line
+    from pipelines.errors import exit_quietly_on_stop_signals  # pylint: disable=g-import-not-at-top
+    exit_quietly_on_stop_signals(f"{PROG} {sys.argv[1] if len(sys.argv) > 1 else ''}".strip())
   from pipelines import datasets, runner  # pylint: disable=g-import-not-at-top
   argv = list(sys.argv[1:] if argv is None else argv)
   if argv and argv[0] in ("-h", "--help"):

@@ -25,6 +25,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import tfrecord_io
 from pipelines import keys
+from pipelines.beam import faults
+from pipelines.errors import UserError, disk_full_message, is_disk_full
 
 LOGGER = logging.getLogger("pipelines")
 
@@ -155,17 +157,31 @@ def write_atomically(path: str, chunks: Iterable[bytes], compression: str = "non
           behind.put(chunk)
       if gz is not None:
         gz.close()
+      faults.fault_point(_fault_phase(name), path)  # test-only (READTWICE_FAULT_AT)
     size = counting.size
     if FileSystems.exists(path):
       FileSystems.delete([path])
     elif "://" not in path:  # rename does not make the directory (create did, for tmp's)
       os.makedirs(directory or ".", exist_ok=True)
     FileSystems.rename([tmp], [path])
-  except BaseException:
+  except BaseException as e:
     try:
       if FileSystems.exists(tmp):
         FileSystems.delete([tmp])
     except Exception:  # pylint: disable=broad-except  # keep the write's own error
       pass
+    if is_disk_full(e):  # one line naming the file (a UserError crosses the worker boundary)
+      raise UserError(disk_full_message(path)) from e
     raise
   return size
+
+
+def _fault_phase(name: str) -> str:
+  """The phase of :mod:`pipelines.beam.faults` that writing a file called ``name`` is."""
+  if name.startswith("records-"):
+    return "shards"
+  if name == "manifest.json":
+    return "manifest"
+  if name.startswith(("documents-", "dead_letter-", "skipped-")):
+    return "side"
+  return ""

@@ -7,6 +7,7 @@ pipeline (on a worker) reaches the launcher wrapped by the runner; its message c
 
 from __future__ import annotations
 
+import errno
 import re
 import sys
 from typing import Optional
@@ -43,6 +44,57 @@ def user_error_message(exc: BaseException) -> Optional[str]:
       return _BEAM_SUFFIX.sub("", rest.splitlines()[0].rstrip(" '\"\\")) if rest else ""
     e = e.__cause__ or e.__context__
   return None
+
+
+def disk_full_message(path: str) -> str:
+  return f"no space left on device writing {path}; free space and rerun"
+
+
+def is_disk_full(exc: BaseException) -> bool:
+  """Whether ``exc`` (its causes, a Beam ``BeamIOError``'s per-file exceptions, or its text,
+  for an error a runner re-raised as another type) is a full disk (ENOSPC, or EDQUOT: a
+  quota)."""
+  seen = set()
+  todo = [exc]
+  while todo:
+    e = todo.pop()
+    if e is None or id(e) in seen:
+      continue
+    seen.add(id(e))
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+      return True
+    if "[Errno 28]" in str(e) or "No space left on device" in str(e):
+      return True
+    details = getattr(e, "exception_details", None)
+    if isinstance(details, dict):
+      todo += [d for d in details.values() if isinstance(d, BaseException)]
+    todo += [e.__cause__, e.__context__]
+  return False
+
+
+def exit_quietly_on_stop_signals(prog: str) -> None:
+  """Until a job's own handlers take over (:func:`pipelines.runner.run_main`): Ctrl-C or
+  SIGTERM while Python imports Beam and parses the flags is one line and exit status 130 / 143,
+  no traceback (nothing has been written yet).  A SIGINT that is ignored (a background job)
+  stays ignored.  Main thread only (elsewhere Python cannot set handlers)."""
+  import os  # pylint: disable=g-import-not-at-top
+  import signal  # pylint: disable=g-import-not-at-top
+
+  def stop(signum, frame):
+    del frame
+    what = "interrupted (SIGINT)" if signum == signal.SIGINT else "terminated (SIGTERM)"
+    try:
+      sys.stderr.write(f"{prog}: error: {what} before the job started; nothing was written\n")
+      sys.stderr.flush()
+    finally:
+      os._exit(128 + signum)  # pylint: disable=protected-access
+
+  try:
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+      signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+  except ValueError:  # not the main thread
+    pass
 
 
 class _WorkerStderr:

@@ -48,7 +48,6 @@ import dataclasses
 import lzma
 import math
 import os
-import types
 import zlib
 from concurrent import futures
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -441,10 +440,41 @@ class Work:
   extra_bytes: int = 0  # side-input bytes counted in the work
   notes: List[str] = dataclasses.field(default_factory=list)
   inputs_in_work: bool = True
+  # Which files the data may name (schemas.data_paths.DataPathPolicy; None: the default).
+  data_paths: Any = None
 
   @property
   def work_bytes(self) -> int:
     return (sum(f.bytes for f in self.inputs) if self.inputs_in_work else 0) + self.extra_bytes
+
+
+def _allowed(named: "collections.Counter[Tuple[str, str]]", work: Work, what: str
+             ) -> "collections.Counter[str]":
+  """``{path: references}`` of the ``(root, name)`` references a run would read: those the
+  run's :class:`schemas.data_paths.DataPathPolicy` refuses (absolute, outside the root, not a
+  regular file, over --max_input_file_bytes) are not sized but counted in a note (their
+  documents are dead letters in a run).  Remote files are only normalised here (their sizes
+  are sampled)."""
+  from schemas import data_paths  # pylint: disable=g-import-not-at-top
+  policy = work.data_paths or data_paths.DataPathPolicy()
+  refs: "collections.Counter[str]" = collections.Counter()
+  refused: "collections.Counter[str]" = collections.Counter()
+  for (root, name), n in named.items():
+    try:
+      path = policy.resolve(root, name, what)
+      if not data_paths.is_url(path):
+        policy.size(root, name, None, what)
+    except data_paths.DataPathError as e:
+      refused[e.reason] += n
+      continue
+    except OSError:  # missing: size_referenced counts it
+      pass
+    refs[path] += n
+  if refused:
+    work.notes.append(f"{sum(refused.values()):,} {what} references refused, not read (dead "
+                      "letters in a run: " + ", ".join(f"{k} {v:,}" for k, v in
+                                                        sorted(refused.items())) + ")")
+  return refs
 
 
 def _json_items(path: str, list_key: Optional[str] = None) -> Iterable[Any]:
@@ -462,7 +492,7 @@ def _json_items(path: str, list_key: Optional[str] = None) -> Iterable[Any]:
 def _triviaqa(work: Work, options: Any) -> None:
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   evidence_dir = getattr(options, "evidence_dir", "") or ""
-  refs: "collections.Counter[str]" = collections.Counter()
+  named: "collections.Counter[Tuple[str, str]]" = collections.Counter()
   questions = 0
   for f in work.inputs:
     if f.kind == "parquet":  # Hub rows hold the evidence texts
@@ -476,7 +506,8 @@ def _triviaqa(work: Work, options: Any) -> None:
         for page in pages if isinstance(pages, list) else ():
           name = page.get("Filename") if isinstance(page, dict) else None
           if isinstance(name, str) and name and evidence_dir:
-            refs[FileSystems.join(evidence_dir, origin, *name.split("/"))] += 1
+            named[(FileSystems.join(evidence_dir, origin), name)] += 1
+  refs = _allowed(named, work, "evidence Filename")
   if refs or evidence_dir:
     side = size_referenced(refs)
     side.update(dir=evidence_dir, questions=questions)
@@ -490,7 +521,6 @@ def _triviaqa(work: Work, options: Any) -> None:
 def _narrativeqa(work: Work, options: Any) -> None:
   from pipelines.beam import read_parquet  # pylint: disable=g-import-not-at-top
   from pipelines.datasets.narrativeqa import reader, stages  # pylint: disable=g-import-not-at-top
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   paths = [f.path for f in work.inputs]
   if read_parquet.all_parquet(paths) or len(paths) != 1:
     return  # Hub rows hold each question's story; the run itself refuses several qaps.csv
@@ -511,8 +541,9 @@ def _narrativeqa(work: Work, options: Any) -> None:
             "sized": "summaries.csv read"}
     work.side["summaries"] = side
   else:
-    refs = collections.Counter({FileSystems.join(where["stories_dir"], f"{k}.content"): n
-                                for k, n in per_story.items()})
+    refs = _allowed(collections.Counter({(where["stories_dir"], f"{k}.content"): n
+                                         for k, n in per_story.items()}),
+                    work, "document_id's story")
     side = size_referenced(refs)
     side.update(dir=where["stories_dir"], stories=len(per_story))
     side["questions"] = side.pop("references")
@@ -526,13 +557,13 @@ def _narrativeqa(work: Work, options: Any) -> None:
 def _jsonl_qa(work: Work, options: Any) -> None:
   del options
   from schemas import jsonl_qa  # pylint: disable=g-import-not-at-top
-  refs: "collections.Counter[str]" = collections.Counter()
+  named: "collections.Counter[Tuple[str, str]]" = collections.Counter()
   for f in work.inputs:
     for obj in _json_items(f.path):
       name = obj.get("context_file") if isinstance(obj, dict) else None
       if isinstance(name, str) and name.strip():
-        refs[jsonl_qa.context_path(types.SimpleNamespace(context_file=name, id=obj.get("id")),
-                                   f.path)] += 1
+        named[(jsonl_qa.context_root(f.path), name)] += 1
+  refs = _allowed(named, work, "context_file")
   if refs:
     side = size_referenced(refs)
     work.side["context_files"] = side
@@ -557,11 +588,13 @@ SIDE_INPUTS: Dict[str, Callable[[Work, Any], None]] = {
     "wikipedia": _wikipedia}
 
 
-def measure(job: str, inputs: Sequence[Dict[str, Any]], options: Any = None) -> Work:
+def measure(job: str, inputs: Sequence[Dict[str, Any]], options: Any = None,
+            data_paths: Any = None) -> Work:
   """The :class:`Work` of ``job`` on ``inputs`` (``describe_inputs``' list) with the dataset's
   ``options``; reads the question / JSONL / qaps files of the datasets whose side inputs they
-  name, and sizes those."""
-  work = Work(size_files(inputs))
+  name, and sizes those a run would read (``data_paths``: the run's
+  :class:`schemas.data_paths.DataPathPolicy`, default the default one)."""
+  work = Work(size_files(inputs), data_paths=data_paths)
   add = SIDE_INPUTS.get(job)
   if add is not None:
     add(work, options)

@@ -21,6 +21,7 @@ Running the job is :mod:`pipelines.runner`'s.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
 
@@ -52,9 +53,9 @@ def new_parser(prog: str, description: str, example: str) -> schema_cli.Parser:
   d = RecordsConfig()
   s = d.segmenter
   io = p.add_argument_group("input and output")
-  io.add_argument("--input", required=True,
+  io.add_argument("--input", required=True, io=schema_cli.READS_GLOB,
                   help="input path, glob, or comma-separated list of them (local or gs://)")
-  io.add_argument("--output_dir", required=True, help="output directory (local or gs://)")
+  io.add_argument("--output_dir", required=True, io=schema_cli.WRITES, help="output directory (local or gs://)")
   bool_flag(io, "overwrite", False,
             "replace the output of an earlier run in --output_dir (otherwise refused); "
             "--nooverwrite")
@@ -65,6 +66,19 @@ def new_parser(prog: str, description: str, example: str) -> schema_cli.Parser:
                        "files are read whole, and so is every file when the job runs on one "
                        "worker (a local run in the default in-memory mode); 0: every file "
                        "whole (default: %(default)g)")
+  io.add_argument("--allow_read_root", action="append", default=None, metavar="DIR",
+                  help="repeatable (once per folder): a folder outside the data that files "
+                       "named by the data (a jsonl_qa context_file, a NarrativeQA story id, a "
+                       "TriviaQA evidence Filename) may be read from; without it such a name "
+                       "that is absolute or leads outside its dataset's folder (the JSONL "
+                       "file's folder, --stories_dir, --evidence_dir), symlinks included, is "
+                       "a dead letter (absolute_path, path_outside_root)")
+  io.add_argument("--max_input_file_bytes", type=int, default=d.max_input_file_bytes,
+                  metavar="N",
+                  help="largest file named by the data that is read (not --input files): a "
+                       "larger one is a dead letter (file_too_large), found from its size "
+                       "before reading it; the default (64 MiB) is 32x NarrativeQA's largest "
+                       "story (2.0 MB) (default: %(default)s)")
   bool_flag(io, "wait", True,
             "wait for the job and print its summary; --nowait submits it to a remote runner "
             "(Dataflow) and exits, as a Flex Template launch must (the job still writes "
@@ -94,10 +108,10 @@ def new_parser(prog: str, description: str, example: str) -> schema_cli.Parser:
             "keep the first document per id (in input order), list the others under "
             "skipped/; --nodeduplicate: ids must be unique, else the job fails before "
             "writing")
-  rec.add_argument("--vocab_file", default=None,
+  rec.add_argument("--vocab_file", default=None, io=schema_cli.READS,
                    help="byte-level BPE vocab.json (e.g. RoBERTa's); default: the packaged "
                         "GPT-2 BPE")
-  rec.add_argument("--merges_file", default=None, help="merges.txt that goes with --vocab_file")
+  rec.add_argument("--merges_file", default=None, io=schema_cli.READS, help="merges.txt that goes with --vocab_file")
   rec.add_argument("--compression", default=d.compression, choices=tfrecord_io.COMPRESSIONS,
                    help="gzip the record shards (.tfrecord.gz, TFRecord GZIP as tf.data reads "
                         "it) and the documents side files (.jsonl.gz); readers follow the "
@@ -215,6 +229,19 @@ def _mib(parser: argparse.ArgumentParser, name: str, value: float) -> int:
   return int(value * 2 ** 20)
 
 
+def _read_roots(parser: argparse.ArgumentParser, roots: Optional[List[str]]) -> Tuple[str, ...]:
+  """--allow_read_root values: local ones must be existing folders (a usage error otherwise)."""
+  out = []
+  for root in roots or ():
+    if not root or "\x00" in root:
+      parser.error(f"--allow_read_root must name a folder, got {root!r}")
+    if "://" not in root and not os.path.isdir(root):
+      parser.error(f"--allow_read_root {root!r} is not a directory; name an existing folder "
+                   "that files named by the data may be read from")
+    out.append(root)
+  return tuple(out)
+
+
 def records_config(parser: argparse.ArgumentParser, args: argparse.Namespace) -> RecordsConfig:
   """The RecordsConfig of the flags; an invalid value or combination is a usage error."""
   try:
@@ -228,7 +255,10 @@ def records_config(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         deduplicate=args.deduplicate, batch_size=args.batch_size,
         compression=args.compression, max_error_fraction=args.max_error_fraction,
         allow_empty=getattr(args, "allow_empty", False),
-        json_split_bytes=_mib(parser, "json_split_mb", args.json_split_mb))
+        json_split_bytes=_mib(parser, "json_split_mb", args.json_split_mb),
+        allow_read_roots=_read_roots(parser, getattr(args, "allow_read_root", None)),
+        max_input_file_bytes=getattr(args, "max_input_file_bytes",
+                                     RecordsConfig().max_input_file_bytes))
   except ValueError as e:
     parser.error(str(e))
     raise  # unreachable: parser.error exits
@@ -260,7 +290,7 @@ def add_annotation_flags(group) -> None:
   group.add_argument("--linker", default=d.linker, choices=LINKER_CHOICES,
                      help="entity ids for the mentions: alias (commonness over the alias table "
                           "of --entities_dir) (default: %(default)s)")
-  group.add_argument("--entities_dir", default=None,
+  group.add_argument("--entities_dir", default=None, io=schema_cli.READS,
                      help="output dir of python -m pipelines.wikipedia (entity vocabulary and "
                           "alias table)")
   group.add_argument("--linker_min_count", type=int, default=d.linker_min_count,

@@ -26,13 +26,16 @@ import gc
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from pipelines import flags
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.inputs import describe_inputs
-from pipelines.errors import MARKER, UserError, user_error_message
+from pipelines.errors import (MARKER, UserError, disk_full_message,
+                             exit_quietly_on_stop_signals, is_disk_full, user_error_message)
 from pipelines.provenance import git_revision
 from pipelines.text.tokenizer import Tokenizer, TokenizerSpec, shared_tokenizer
 
@@ -153,6 +156,7 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
   """
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   from pipelines.beam import claim as claim_lib  # pylint: disable=g-import-not-at-top
+  from pipelines.beam import faults  # pylint: disable=g-import-not-at-top
   from pipelines.beam import manifest as manifest_lib  # pylint: disable=g-import-not-at-top
   from pipelines.beam import writer  # pylint: disable=g-import-not-at-top
   from schemas import manifest as manifest_schema  # pylint: disable=g-import-not-at-top
@@ -174,7 +178,7 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
     if dry_run_file:
       writer.delete_tmp(output_dir)
     else:
-      writer.prepare_output_dir(output_dir, overwrite, outputs)
+      writer.prepare_output_dir(output_dir, overwrite, outputs, job=job)
     header = _header_with_options(job, config, input_pattern, inputs, task, options)
     if options is not None:
       build = functools.partial(build, options=options)
@@ -189,12 +193,25 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
     build(p, [i["path"] for i in inputs], output_dir, _build_config(config, beam_args, local),
           header, not local)
     try:
-      with fewer_gc_passes() if local else contextlib.nullcontext():
+      faults.arm()
+      faults.fault_point("start")  # test-only (READTWICE_FAULT_AT)
+      with (fewer_gc_passes() if local else contextlib.nullcontext()), _quiet_dead_workers(), \
+          _workers_in_their_own_process_group():
         result = p.run()
         if not submit_only:
           result.wait_until_finish()
-    except BaseException:
-      writer.clean_up_failed_run(output_dir, existed)
+          global _finished
+          _finished = not dry_run_file  # a signal from here on finds the output COMPLETED
+    except BaseException as e:
+      # A local run stopped by a signal or a full disk: what this run wrote is deleted too
+      # (none of the job's output files was there when it started: prepare_output_dir refused
+      # them or, with --overwrite, deleted them), so that an identical rerun needs no
+      # --overwrite.  Other failures keep theirs for diagnosis (e.g. the dead letters); so
+      # does a remote job, which may still be running when its launcher stops.
+      discard = local and not dry_run_file and (_stop_signal(e) is not None
+                                                or is_disk_full(e))
+      writer.clean_up_failed_run(output_dir, existed,
+                                 own_outputs=outputs if discard else None)
       raise
     if submit_only:
       handed_over = True
@@ -269,7 +286,7 @@ def estimate_job(job: str, build: JobBuilder, input_pattern: str, output_dir: st
   _check_output_dir_not_a_file(output_dir)
   header = _header_with_options(job, config, input_pattern, inputs, task, options)
   check_graph(build, [i["path"] for i in inputs], output_dir, config, header, beam_args, options)
-  work = estimate_lib.measure(job, inputs, options)
+  work = estimate_lib.measure(job, inputs, options, config.data_paths)
   e = estimate_lib.estimate(job, work, estimate_lib.workers_from_args(list(beam_args or [])),
                             options, prices)
   print(estimate_lib.render(e), file=out or sys.stdout, flush=True)
@@ -335,6 +352,8 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
   to ``build`` as ``options=`` and recorded in the manifest's config (``describe()``, or its
   dataclass fields).
   """
+  if argv is None:  # the command line: Ctrl-C or SIGTERM while parsing flags is one line
+    exit_quietly_on_stop_signals(prog)
   parser = flags.new_parser(prog, description, example)
   flags.add_run_flags(parser)
   if add_flags is not None:
@@ -410,11 +429,79 @@ class _HideUserErrorTracebacks(logging.Filter):
       # Every local multi_processing worker warns that it has no semi-persistent directory
       # (a Dataflow worker setting): noise on every run.
       return "No semi_persistent_directory found" not in record.getMessage()
+    if _stopped_by is not None:  # stopping after SIGINT / SIGTERM: the job prints one line
+      return False
     exc = record.exc_info[1] if record.exc_info else None
+    message = record.getMessage()
     return not ((exc is not None and (user_error_message(exc) is not None
-                                      or _interrupted(exc)))
-                or MARKER in record.getMessage()
-                or record.getMessage().startswith("KeyboardInterrupt"))  # Ctrl-C: one line
+                                      or _interrupted(exc) or is_disk_full(exc)))
+                or MARKER in message
+                or message.startswith("KeyboardInterrupt")  # Ctrl-C: one line
+                # a local worker process's own report of the Ctrl-C it received
+                or ("Python sdk harness failed" in message and "KeyboardInterrupt" in message))
+
+
+class _PopenInOwnGroup:
+  """``subprocess`` as Beam's local job service sees it during a run: its ``Popen`` (which
+  starts the ``multi_processing`` worker processes) puts each worker in a process group of its
+  own."""
+
+  def __init__(self, real):
+    self._real = real
+
+  def Popen(self, *args, **kwargs):  # noqa: N802  # pylint: disable=invalid-name
+    kwargs.setdefault("process_group", 0)
+    return self._real.Popen(*args, **kwargs)
+
+  def __getattr__(self, name):
+    return getattr(self._real, name)
+
+
+@contextlib.contextmanager
+def _workers_in_their_own_process_group():
+  """Local ``multi_processing`` workers start in process groups of their own, so that a
+  Ctrl-C in a terminal (or a SIGTERM to the job's process group) reaches the launcher only:
+  each worker would otherwise die printing its own KeyboardInterrupt traceback (or die of
+  SIGTERM in the middle of a bundle, before the launcher knows why).  The launcher stops them
+  as it stops any run (their control channel closes, then they are killed); if the launcher
+  itself is killed, they exit when their channel breaks."""
+  try:
+    from apache_beam.runners.portability import local_job_service  # pylint: disable=g-import-not-at-top
+  except ImportError:  # pragma: no cover
+    yield
+    return
+  real = local_job_service.subprocess
+  if isinstance(real, _PopenInOwnGroup):  # nested (a job run from a job's test)
+    yield
+    return
+  local_job_service.subprocess = _PopenInOwnGroup(real)
+  try:
+    yield
+  finally:
+    local_job_service.subprocess = real
+
+
+@contextlib.contextmanager
+def _quiet_dead_workers():
+  """While a local run runs: a worker process that a signal ended (a Ctrl-C or SIGTERM sent
+  to the job's process group reaches its workers too) is no traceback from the thread that
+  watched it (Beam's ``Worker subprocess exited with return code -15``): the job prints its
+  own one line for that signal; any other thread error is printed as before."""
+  previous = threading.excepthook
+
+  def hook(args):
+    text = str(args.exc_value)
+    if (args.exc_type is RuntimeError
+        and text.startswith("Worker subprocess exited with return code -")):
+      LOGGER.debug("%s", text)
+      return
+    previous(args)
+
+  threading.excepthook = hook
+  try:
+    yield
+  finally:
+    threading.excepthook = previous
 
 
 def setup_logging(level: str = "INFO") -> None:
@@ -452,33 +539,35 @@ def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
   returns 130 (143), after the job released its output dir and deleted its temporary files;
   anything else is a bug and propagates with its traceback.
   """
-  previous = _raise_on_sigterm()
+  previous = _handle_stop_signals()
   try:
     result = body()
-  except KeyboardInterrupt:
-    print(f"{prog}: error: interrupted; the job stopped and its temporary files were deleted",
-          file=sys.stderr, flush=True)
-    return 130
-  except _Terminated:
-    print(f"{prog}: error: terminated (SIGTERM); the job stopped and its temporary files were "
-          f"deleted", file=sys.stderr, flush=True)
-    return 143
-  except Exception as e:  # pylint: disable=broad-except
-    if _interrupted(e):  # Ctrl-C that landed in a runner thread, re-raised by the runner
-      print(f"{prog}: error: interrupted; the job stopped and its temporary files were "
-            "deleted", file=sys.stderr, flush=True)
-      return 130
+  except BaseException as e:  # pylint: disable=broad-except
+    stop = _stop_signal(e)
+    if stop is not None and _finished:  # the signal came after the job's last step
+      print(f"{prog}: error: {_STOP_WORDS[stop]} after the job had completed; its output is "
+            f"in place (COMPLETED)", file=sys.stderr, flush=True)
+      return _STOP_CODES[stop]
+    if stop is not None:  # Ctrl-C / SIGTERM, also one a runner re-raised as another type
+      print(f"{prog}: error: {_STOP_WORDS[stop]}; the job stopped, deleted its temporary "
+            f"files and partial output (nothing is COMPLETED); rerun the same command to start "
+            f"over", file=sys.stderr, flush=True)
+      return _STOP_CODES[stop]
+    if not isinstance(e, Exception):
+      raise
     # A UserError, also one raised on a worker and re-wrapped by the runner; or a missing
-    # input / an existing output, whose message is the line to show.
+    # input / an existing output, whose message is the line to show; or a full disk.
     message = user_error_message(e)
     if message is None and isinstance(e, (FileNotFoundError, FileExistsError)):
       message = e.args[0] if e.args else str(e)
+    if message is None and is_disk_full(e):
+      message = _disk_full_line(e)
     if message is None:
       raise
     print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
     return flags.EXIT_FAILURE
   finally:
-    _restore_sigterm(previous)
+    _restore_stop_signals(previous)
   print(json.dumps(result, sort_keys=True), flush=True)
   return 0
 
@@ -488,27 +577,75 @@ class _Terminated(BaseException):
   temporary files) run as for Ctrl-C."""
 
 
-def _raise_on_sigterm():
-  import signal  # pylint: disable=g-import-not-at-top
-  import threading  # pylint: disable=g-import-not-at-top
+_STOP_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_STOP_WORDS = {signal.SIGINT: "interrupted (SIGINT)", signal.SIGTERM: "terminated (SIGTERM)"}
+# The first SIGINT / SIGTERM of the running job (None: none).  Later ones are ignored, so that
+# the cleanup after the first (workers stopped, temporary files and partial output deleted,
+# claim released) runs to its end; wherever the first one surfaced (a runner may re-raise it
+# as a RuntimeError, or as a worker that died of it), the job's outcome is that signal.
+_stopped_by: Optional[int] = None
+_finished = False  # whether the running job's pipeline finished (its output COMPLETED)
+
+
+def _on_stop_signal(signum, frame):
+  del frame
+  global _stopped_by
+  if _stopped_by is not None:
+    return
+  _stopped_by = signum
+  raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
+
+
+def _handle_stop_signals():
+  """Installs :func:`_on_stop_signal` for SIGTERM and SIGINT (not where SIGINT is ignored, as
+  in a background job: it stays ignored); returns the previous handlers (None off the main
+  thread, where Python cannot set handlers)."""
+  global _stopped_by, _finished
+  _stopped_by, _finished = None, False
   if threading.current_thread() is not threading.main_thread():
     return None
-
-  def handler(signum, frame):
-    del signum, frame
-    raise _Terminated()
-
-  try:
-    return signal.signal(signal.SIGTERM, handler)
-  except ValueError:
-    return None
+  previous = {}
+  for signum in (signal.SIGTERM, signal.SIGINT):
+    current = signal.getsignal(signum)
+    if signum == signal.SIGINT and current is signal.SIG_IGN:
+      continue
+    previous[signum] = signal.signal(signum, _on_stop_signal)
+  return previous
 
 
-def _restore_sigterm(previous) -> None:
-  if previous is None:
-    return
-  import signal  # pylint: disable=g-import-not-at-top
-  try:
-    signal.signal(signal.SIGTERM, previous)
-  except ValueError:
-    pass
+def _restore_stop_signals(previous) -> None:
+  for signum, handler in (previous or {}).items():
+    try:
+      signal.signal(signum, handler)
+    except (ValueError, TypeError):
+      pass
+
+
+def _stop_signal(exc: BaseException) -> Optional[int]:
+  """The signal that stopped the job, if one did: the first one received, else one that
+  ``exc`` is (or a runner's re-raise of, found in its chain or text)."""
+  if _stopped_by is not None:
+    return _stopped_by
+  if isinstance(exc, KeyboardInterrupt) or _interrupted(exc):
+    return signal.SIGINT
+  seen = set()
+  e: Optional[BaseException] = exc
+  while e is not None and id(e) not in seen:
+    seen.add(id(e))
+    if isinstance(e, _Terminated) or f"{__name__}._Terminated" in str(e):
+      return signal.SIGTERM
+    e = e.__cause__ or e.__context__
+  return None
+
+
+def _disk_full_line(exc: BaseException) -> str:
+  """The line of a full disk met outside :func:`~pipelines.atomic_files.write_atomically`
+  (which names its file itself): the file, when the error names one."""
+  seen = set()
+  e: Optional[BaseException] = exc
+  while e is not None and id(e) not in seen:
+    seen.add(id(e))
+    if isinstance(e, OSError) and e.filename:
+      return disk_full_message(str(e.filename))
+    e = e.__cause__ or e.__context__
+  return f"no space left on device ({exc}); free space and rerun"

@@ -9,6 +9,13 @@ One contract, whatever the command:
   "required" check, so a typo in a required flag is reported as the typo.  A flag that was
   renamed is refused with its new name (:data:`RENAMED`).
 * Booleans are ``--x`` / ``--nox`` (:func:`bool_flag`).
+* A flag that takes one value given twice is a usage error (the last would silently win);
+  flags that take several values say so in their help (``action="append"``, or one
+  comma-separated value).
+* Outputs never touch inputs: a flag declared ``io=WRITES`` (an output file or dir) that is,
+  contains or is inside a path of a flag declared ``io=READS`` / ``READS_GLOB`` (symlinks
+  resolved) is refused with one line (exit 1) before anything is read or written
+  (:meth:`Parser.check_outputs`).
 * Usage errors: one ``<prog>: error: ...`` line on stderr, exit 2.  Unusable inputs or outputs:
   one such line, exit 1 (:func:`run_command`).  A traceback is a bug.
 * TensorFlow's start-up banners (absl's "All log messages before absl::InitializeLog()", the
@@ -25,8 +32,10 @@ import contextlib
 import difflib
 import importlib.abc
 import importlib.util
+import glob
 import json
 import os
+import posixpath
 import re
 import shlex
 import sys
@@ -35,6 +44,11 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 EXIT_USAGE = 2    # bad flags or flag values (argparse's convention)
 EXIT_FAILURE = 1  # unusable inputs or outputs
+
+# What a path flag does (``add_argument(..., io=...)``): outputs are checked against inputs.
+READS = "reads"            # a file or dir the command reads (a list with action="append")
+READS_GLOB = "reads_glob"  # one value: comma-separated paths or globs (``--input``)
+WRITES = "writes"          # a file or dir the command writes
 
 # Old spellings of flags -> the one name each concept has now, in every command.
 RENAMED: Dict[str, str] = {
@@ -173,6 +187,7 @@ class Parser(argparse.ArgumentParser):
     actions = self._option_string_actions
     others: Optional[List[str]] = None
     skip = False
+    given: Dict[int, str] = {}  # id(single-valued action) -> the spelling first given
     for token in argv:
       if skip:
         skip = False
@@ -185,6 +200,13 @@ class Parser(argparse.ArgumentParser):
       action = actions.get(name)
       if action is not None:
         skip = "=" not in token and action.nargs not in (0, "?", "*")  # its value follows
+        if _single_valued(action):
+          if id(action) in given:
+            several = ("; give several as one comma-separated value"
+                       if "comma-separated" in (action.help or "") else "")
+            self.error(f"{name} given more than once; it takes one value (the last would "
+                       f"silently win){several}")
+          given[id(action)] = name
         continue
       if others is None:
         others = list(self._passthrough()) if self._passthrough else []
@@ -200,17 +222,116 @@ class Parser(argparse.ArgumentParser):
   def parse_args(self, args=None, namespace=None):
     argv = list(sys.argv[1:] if args is None else args)
     self.check_flags(argv)
-    return super().parse_args(argv, namespace)
+    parsed = super().parse_args(argv, namespace)
+    self.check_outputs(parsed)
+    return parsed
 
   def parse(self, argv: Optional[Sequence[str]] = None) -> Tuple[argparse.Namespace, List[str]]:
     """``(flags, passthrough args)``: like ``parse_args`` but the arguments that are the
     passthrough flags' (with their values) are returned instead of refused."""
     argv = list(sys.argv[1:] if argv is None else argv)
     self.check_flags(argv)
-    return self.parse_known_args(argv)
+    parsed, rest = self.parse_known_args(argv)
+    self.check_outputs(parsed)
+    return parsed, rest
+
+  def io_paths(self, args: argparse.Namespace, role: str) -> List[Tuple[str, str]]:
+    """``(flag, path)`` of every given flag declared ``io=role`` (lists flattened; a
+    ``READS_GLOB`` value split at commas and expanded: its literal paths and the local files
+    its globs match)."""
+    found = []
+    for action in self._actions:
+      if getattr(action, "io", None) != role or not action.option_strings:
+        continue
+      value = getattr(args, action.dest, None)
+      flag = action.option_strings[0]
+      for item in (value if isinstance(value, (list, tuple)) else [value]):
+        if item is None or not isinstance(item, str) or not item.strip():
+          continue
+        if role == READS_GLOB:
+          found += [(flag, path) for path in _expand(item)]
+        else:
+          found.append((flag, item))
+    return found
+
+  def check_outputs(self, args: argparse.Namespace) -> None:
+    """Refuses (one ``error:`` line, exit 1: an unusable output, before anything is read or
+    written) an output flag's path that is, contains or is inside an input flag's path."""
+    message = overlap(self.io_paths(args, WRITES),
+                      self.io_paths(args, READS) + self.io_paths(args, READS_GLOB))
+    if message:
+      self.exit(EXIT_FAILURE, f"{self.prog}: error: {message}\n")
+
+
+def _single_valued(action: argparse.Action) -> bool:
+  """Whether ``action`` stores one value (a second occurrence would replace the first)."""
+  return type(action) is argparse._StoreAction and action.nargs is None  # pylint: disable=protected-access
+
+
+_WILDCARDS = re.compile(r"[*?\[]")
+
+
+def _expand(value: str) -> List[str]:
+  """The paths a ``READS_GLOB`` value names: each comma-separated literal path, and each
+  local file a glob part matches (a remote glob cannot be listed here; its matches are not
+  checked)."""
+  paths = []
+  for part in (p.strip() for p in value.split(",")):
+    if not part:
+      continue
+    if not _WILDCARDS.search(part):
+      paths.append(part)
+    elif "://" not in part:
+      paths += sorted(glob.glob(part, recursive=True))
+  return paths
+
+
+def _where(path: str) -> str:
+  """``path`` made comparable: local paths absolute with every symlink resolved; remote ones
+  (``gs://...``) normalised."""
+  if "://" in path:
+    scheme, rest = path.split("://", 1)
+    return f"{scheme}://" + posixpath.normpath("/" + rest).lstrip("/")
+  return os.path.realpath(os.path.expanduser(path))
+
+
+def _inside(path: str, root: str) -> bool:
+  if "://" in root:
+    return path.startswith(root.rstrip("/") + "/")
+  return path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def overlap(outputs: Sequence[Tuple[str, str]], inputs: Sequence[Tuple[str, str]]
+            ) -> Optional[str]:
+  """The one-line refusal for the first ``(flag, path)`` output that is, contains or is inside
+  an input (symlinks resolved), or None when every output lies apart from every input."""
+  for out_flag, out in outputs:
+    out_at = _where(out)
+    for in_flag, source in inputs:
+      in_at = _where(source)
+      if out_at == in_at:
+        relation = f"is {in_flag} {source}" + (f" (both {out_at})" if out != source else "")
+      elif _inside(out_at, in_at):
+        relation = f"is inside {in_flag} {source}"
+      elif _inside(in_at, out_at):
+        relation = f"contains {in_flag} {source}"
+      else:
+        continue
+      return (f"{out_flag} {out} {relation}, which this command reads; write the output "
+              "somewhere apart from the inputs")
+  return None
 
 
 def _with_default(add, *args, **kwargs):
+  io = kwargs.pop("io", None)
+  if io not in (None, READS, READS_GLOB, WRITES):
+    raise ValueError(f"io={io!r}: expected one of READS, READS_GLOB, WRITES")
+  action = _add_with_default(add, *args, **kwargs)
+  action.io = io
+  return action
+
+
+def _add_with_default(add, *args, **kwargs):
   if kwargs.get("help") is None and args and str(args[0]).startswith("--"):
     raise ValueError(f"flag {args[0]} has no help")
   text = kwargs.get("help")

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
 import os
 import zlib
 from typing import Any, Iterator, List, Mapping, Optional
 
 from schemas import records_dir as records_dir_lib
+from schemas import safe_json
 from schemas import tfrecord_io
 
 DOCUMENTS_DIR = "documents"
@@ -98,7 +98,7 @@ def load(records_dir: str, manifest: Optional[Mapping[str, Any]] = None,
       try:
         for line in _lines(raw, path, compression):
           if line.strip():
-            d = json.loads(line)
+            d = safe_json.loads(line, path)
             docs[d["document_id"]] = d
       except (EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise ValueError(f"{path}: corrupt gzip documents file ({e}).") from e

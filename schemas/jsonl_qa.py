@@ -4,7 +4,7 @@ One example per line, UTF-8::
 
   {"id": "q1", "question": "Who built the mill?",
    "context": "..."            # the document text, or
-   "context_file": "books/mill.txt",   # a UTF-8 text file, relative to the JSONL file's folder
+   "context_file": "books/mill.txt",   # a UTF-8 text file under the JSONL file's folder
    "answers": ["Jonas Hale",                       # a string: every occurrence is an answer
                {"text": "Hale", "start": 120, "end": 124},  # a span (end exclusive), text checked
                {"start": 300, "end": 310},                  # a span, text taken from the context
@@ -24,6 +24,8 @@ import json
 import os
 import posixpath
 from typing import Any, List, Mapping, Optional, Tuple
+
+from schemas import safe_json
 
 
 class FormatError(ValueError):
@@ -146,15 +148,28 @@ def parse_line(line: str | bytes) -> Example:
     except UnicodeDecodeError as e:
       raise FormatError("invalid_json", f"not UTF-8: {e}") from e
   try:
-    obj = json.loads(line)
+    obj = safe_json.loads(line, "this line")
+  except safe_json.JsonTooDeepError as e:
+    raise FormatError("json_too_deep", str(e)) from None
   except json.JSONDecodeError as e:
     raise FormatError("invalid_json", f"not JSON: {e}") from e
   return parse(obj)
 
 
+def context_root(jsonl_path: str) -> str:
+  """The folder ``context_file`` names are relative to: that of ``jsonl_path`` (which may be a
+  URL); names that leave it are refused (:mod:`schemas.data_paths`)."""
+  if "://" in jsonl_path:
+    scheme, rest = jsonl_path.split("://", 1)
+    return f"{scheme}://{posixpath.dirname(rest)}"
+  return os.path.dirname(jsonl_path) or "."
+
+
 def context_path(example: Example, jsonl_path: str) -> str:
-  """Where ``example.context_file`` is: absolute paths and URLs (``gs://...``) as given,
-  relative ones against the folder of ``jsonl_path`` (which may itself be a URL)."""
+  """Where ``example.context_file`` points: absolute paths and URLs (``gs://...``) as given,
+  relative ones against the folder of ``jsonl_path`` (which may itself be a URL).  Readers do
+  not open it directly: they read ``context_file`` under :func:`context_root` through
+  :mod:`schemas.data_paths`, which refuses names outside that folder."""
   name = example.context_file
   if name is None:
     raise ValueError(f"example {example.id!r} has its context inline")

@@ -47,6 +47,7 @@ import json
 from typing import Any, Dict, Mapping
 
 from schemas import records
+from schemas import safe_json
 
 MANIFEST_VERSION = 1
 MANIFEST_FILE = "manifest.json"
@@ -112,6 +113,8 @@ def dumps(manifest: Mapping[str, Any]) -> str:
 
 
 def loads(text: str, source: str = "manifest") -> Dict[str, Any]:
-  manifest = json.loads(text)
+  manifest = safe_json.loads(text, source)
+  if not isinstance(manifest, dict):
+    raise ManifestError(f"{source} is not a JSON object")
   validate(manifest, source)
   return manifest

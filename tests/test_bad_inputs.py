@@ -71,8 +71,11 @@ def _side(out: str, kind: str) -> List[Tuple[str, str, str]]:
 
 def run_job(job: str, inputs: List[str], out: str, capsys, flags=()) -> Outcome:
   capsys.readouterr()
-  rc = MAINS[job](list(inputs) + ["--output_dir", out, "--log_level", "WARNING"] + SMALL
-                  + list(flags))
+  given = {f for f in flags if f.startswith("--")}
+  small = [word for flag, value in zip(SMALL[::2], SMALL[1::2]) if flag not in given
+           for word in (flag, value)]
+  rc = MAINS[job](list(inputs) + ["--output_dir", out, "--log_level", "WARNING"] + small
+                  + list(flags))  # a case's flags replace SMALL's (a flag given twice is an error)
   err = capsys.readouterr().err
   path = os.path.join(out, manifest_schema.MANIFEST_FILE)
   m = None

@@ -175,3 +175,111 @@ def test_abbreviations_are_refused():
   assert proc.stderr.splitlines() == [
       "python -m model.evaluate: error: unknown flag --pred (did you mean --predictions?); "
       "see --help"]
+
+
+# Each command's parser, captured as main() builds it: for every flag, whether it takes one
+# value and what it does with a path (schemas.cli READS / READS_GLOB / WRITES); then the
+# example with its first single-valued flag given twice, and with its first output made one of
+# its inputs (both must be refused by the parser: exit 2 / exit 1, one line).
+_IO = r"""
+import contextlib, importlib, io, json, re, sys
+from schemas import cli
+
+parsers = []
+original_init = cli.Parser.__init__
+
+def init(self, *a, **k):
+  original_init(self, *a, **k)
+  parsers.append(self)
+
+cli.Parser.__init__ = init
+
+def attempt(parser, argv):
+  err = io.StringIO()
+  with contextlib.redirect_stderr(err):
+    try:
+      parser.parse(argv)
+      return [0, err.getvalue()]
+    except SystemExit as e:
+      return [e.code, err.getvalue()]
+
+out = {}
+for name in sys.argv[1:]:
+  module = importlib.import_module(name)
+  del parsers[:]
+  with contextlib.redirect_stderr(io.StringIO()):
+    try:
+      module.main(["--nonexistent_flag_for_the_test"])
+    except SystemExit:
+      pass
+  parser = [p for p in parsers if p.module == name][-1]
+  argv = parser.example_argv()
+  flags = {a.option_strings[0]: {"io": getattr(a, "io", None), "single": cli._single_valued(a)}
+           for a in parser._actions if a.option_strings and a.option_strings[0].startswith("--")}
+  pairs = [(argv[i], argv[i + 1]) for i in range(len(argv) - 1)
+           if argv[i] in flags and not argv[i + 1].startswith("--")]
+  single = [(f, v) for f, v in pairs if flags[f]["single"]]
+  repeated = attempt(parser, argv + [single[0][0], single[0][1] + "x"]) if single else None
+  ins = [(f, v) for f, v in pairs if flags[f]["io"] in (cli.READS, cli.READS_GLOB)]
+  outs = [f for f, d in flags.items() if d["io"] == cli.WRITES]
+  crossed = None
+  if ins and outs:  # the first input made a literal path, and the first output set to it
+    in_flag, value = ins[0]
+    literal = re.sub(r"[*?\[\]]", "x", value.split(",")[0])
+    crossed_argv = list(argv)
+    crossed_argv[argv.index(in_flag) + 1] = literal
+    if outs[0] in argv:
+      crossed_argv[argv.index(outs[0]) + 1] = literal
+    else:
+      crossed_argv += [outs[0], literal]
+    crossed = attempt(parser, crossed_argv)
+    ins = [(in_flag, literal)]
+  out[name] = {"flags": flags, "repeated": repeated, "single": single[:1], "crossed": crossed,
+               "in": ins[:1], "out": outs[:1]}
+print(json.dumps(out))
+"""
+
+# Flags that name a path but are neither an input nor an output of the command.
+_NOT_IO = {"--nl_cache_dir": "a cache shared by runs, read and written",
+           "--dry_run_file": "a file name inside --output_dir",
+           "--allow_read_root": "a folder data may name files under, not read as such"}
+_PATHLIKE = ("_dir", "_file", "_root", "--input", "--output", "--gold", "--predictions",
+             "--html", "--checkpoint", "--init_checkpoint", "--init_roberta", "--model_config",
+             "--index", "--documents", "--summaries")
+
+
+@pytest.fixture(scope="module")
+def io_contract():
+  proc = subprocess.run([sys.executable, "-c", _IO, *COMMANDS], cwd=ROOT, env=_env(),
+                        text=True, capture_output=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", COMMANDS)
+def test_every_path_flag_says_whether_it_is_read_or_written(io_contract, module):
+  flags = io_contract[module]["flags"]
+  undeclared = [f for f, d in flags.items()
+                if f.endswith(_PATHLIKE) and d["io"] is None and f not in _NOT_IO]
+  assert not undeclared, (module, undeclared)
+  assert any(d["io"] == "writes" for d in flags.values()) or module == "pipelines.inspector"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", COMMANDS)
+def test_a_repeated_flag_and_an_output_over_an_input_are_refused(io_contract, module):
+  got = io_contract[module]
+  flag = got["single"][0][0]
+  code, err = got["repeated"]
+  assert code == 2
+  assert err.splitlines() == [f"python -m {module}: error: {flag} given more than once; it "
+                              "takes one value (the last would silently win)"
+                              + ("; give several as one comma-separated value"
+                                 if flag == "--input" else "")]
+  out_flag, (in_flag, source) = got["out"][0], got["in"][0]
+  code, err = got["crossed"]
+  assert code == 1
+  assert err.splitlines() == [f"python -m {module}: error: {out_flag} {source} is {in_flag} "
+                              f"{source}, which this command reads; write the output somewhere "
+                              "apart from the inputs"], err

@@ -11,6 +11,8 @@ import json
 import os
 from typing import IO, Any, Iterable, Iterator, Mapping, Optional, Tuple
 
+from schemas import safe_json
+
 # Metrics key, in every task's `evaluate` result, of the number of prediction ids (keys) that are
 # not among the scored gold ids: they are ignored by the official metrics, and the CLI can warn.
 IGNORED_KEY = 'n_ignored'
@@ -63,9 +65,11 @@ def load_json(path: str, role: str) -> Any:
   """
   try:
     with open_text(path) as f:
-      return json.load(f)
+      return safe_json.loads(f.read(), f'{role} file {path}')
   except OSError as e:
     raise InputError(f'cannot read {role} file {path}: {e}') from e
+  except safe_json.JsonTooDeepError as e:
+    raise InputError(str(e)) from None
   except (json.JSONDecodeError, UnicodeDecodeError) as e:
     raise InputError(f'{role} file {path} is not valid JSON: {e}') from e
 

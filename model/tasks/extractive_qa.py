@@ -6,8 +6,8 @@ document, one question per document.
   answer, reduced over all of them (``--reduction``).
 * Gold: the dataset's own JSON-lines file (:mod:`schemas.jsonl_qa`, the format the pipeline
   reads), giving ``{id: [gold answer texts]}``.  A span answer without ``text`` takes its text
-  from the context, which is then read (from ``context_file``, relative to the JSONL's folder,
-  unless inline); other contexts are never read.  Local paths are read without TensorFlow,
+  from the context, which is then read (from ``context_file``, under the JSONL's folder
+  (:mod:`schemas.data_paths`), unless inline); other contexts are never read.  Local paths are read without TensorFlow,
   URLs (``gs://``) through ``tf.io.gfile`` (:mod:`model.evaluation.common`).
 * Metrics: SQuAD v1.1 exact match and F1 (:mod:`model.evaluation.squad`); F1 picks the best
   checkpoint.
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional
 from model.evaluation import common
 from model.evaluation import squad as official
 from model.tasks import base
-from schemas import jsonl_qa
+from schemas import data_paths, jsonl_qa
 
 if TYPE_CHECKING:
   from model.decoding import Decoder
@@ -35,11 +35,21 @@ def _conflict(doc_id: str, first: str, second: str) -> str:
 
 
 def _read_context(example: jsonl_qa.Example, jsonl_path: str) -> str:
+  """The inline context, or the ``context_file``'s text: only under the JSONL file's folder, a
+  regular file of at most the default cap (:mod:`schemas.data_paths`; a refused name is a
+  ValueError naming it, as the pipeline's dead letter does)."""
   if example.context is not None:
     return example.context
-  path = jsonl_qa.context_path(example, jsonl_path)
-  with common.open_text(path) as f:
-    return f.read()
+  policy = data_paths.DataPathPolicy()
+  root = jsonl_qa.context_root(jsonl_path)
+  if data_paths.is_url(root):
+    with common.open_text(policy.resolve(root, example.context_file, "context_file")) as f:
+      return f.read()
+  path, data = policy.read(root, example.context_file, what="context_file")
+  try:
+    return data.decode("utf-8")
+  except UnicodeDecodeError as e:
+    raise ValueError(f"context_file {path} is not UTF-8: {e}") from None
 
 
 def read_gold(path: str) -> Dict[str, List[str]]:

@@ -29,7 +29,7 @@ import socket
 import uuid
 from typing import Any, Dict, Optional
 
-from pipelines.errors import UserError
+from pipelines.errors import UserError, disk_full_message, is_disk_full
 
 LOGGER = logging.getLogger("pipelines")
 CLAIM_FILE = ".claim.json"
@@ -89,10 +89,16 @@ class _LocalStore(_Store):
     except FileExistsError:
       return False
     try:
-      os.write(fd, data)
-      os.fsync(fd)
-    finally:
-      os.close(fd)
+      try:
+        os.write(fd, data)
+        os.fsync(fd)
+      finally:
+        os.close(fd)
+    except BaseException as e:  # a claim file without its content would block every rerun
+      os.unlink(path)
+      if isinstance(e, OSError) and is_disk_full(e):
+        raise UserError(disk_full_message(path)) from e
+      raise
     return True
 
   def read(self, path: str) -> Optional[bytes]:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 from schemas import tfrecord_io
+from schemas.data_paths import DEFAULT_MAX_FILE_BYTES, DataPathPolicy
 from pipelines.sources.json_ranges import DEFAULT_SPLIT_BYTES
 from pipelines.text.segmenter import SegmenterConfig
 from pipelines.text.tokenizer import TokenizerSpec
@@ -36,6 +37,11 @@ class RecordsConfig:
   # all workers (--json_split_mb; 0: every file whole).  It does not change the records, so the
   # manifest's config does not record it.
   json_split_bytes: int = DEFAULT_SPLIT_BYTES
+  # Files named by data (a context_file, a story id, an evidence Filename) are read only under
+  # their dataset's root or these folders (--allow_read_root), and only up to this many bytes
+  # (--max_input_file_bytes): schemas.data_paths.  Recorded in the manifest when not the default.
+  allow_read_roots: Tuple[str, ...] = ()
+  max_input_file_bytes: int = DEFAULT_MAX_FILE_BYTES
 
   def __post_init__(self):
     _at_least("segments_per_pack", self.segments_per_pack, 1)
@@ -49,6 +55,8 @@ class RecordsConfig:
     if (isinstance(f, bool) or not isinstance(f, (int, float)) or f != f
         or not 0.0 <= f <= 1.0):
       raise ValueError(f"--max_error_fraction must be a number in [0, 1], got {f!r}")
+    object.__setattr__(self, "allow_read_roots", tuple(self.allow_read_roots or ()))
+    DataPathPolicy(self.allow_read_roots, self.max_input_file_bytes)  # ValueError if invalid
     if self.segmenter.max_segments_per_document > self.segments_per_pack:
       raise ValueError(
           f"--max_segments_per_document={self.segmenter.max_segments_per_document} exceeds "
@@ -60,4 +68,13 @@ class RecordsConfig:
              segments_per_shard=self.segments_per_shard, deduplicate=self.deduplicate,
              batch_size=self.batch_size, compression=self.compression,
              max_error_fraction=self.max_error_fraction, allow_empty=self.allow_empty)
+    if self.allow_read_roots:
+      d["allow_read_roots"] = list(self.allow_read_roots)
+    if self.max_input_file_bytes != DEFAULT_MAX_FILE_BYTES:
+      d["max_input_file_bytes"] = self.max_input_file_bytes
     return d
+
+  @property
+  def data_paths(self) -> DataPathPolicy:
+    """The policy for files named by data (:mod:`schemas.data_paths`)."""
+    return DataPathPolicy(self.allow_read_roots, self.max_input_file_bytes)

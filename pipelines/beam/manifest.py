@@ -13,7 +13,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import documents as documents_schema
 from schemas import manifest as manifest_schema
 from schemas import records
-from pipelines.beam import spill, writer
+from pipelines.beam import faults, spill, writer
 from pipelines.beam.stats import REPORT_PREFIX, SumStats, report_stats, split_stats
 from pipelines.errors import UserError
 
@@ -209,6 +209,7 @@ def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
     check_not_empty(m, output_dir)
   if report is not None:
     report(m, output_dir, report_input, stats=report_inputs(stats, shards))
+  faults.fault_point("completed")  # test-only (READTWICE_FAULT_AT)
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.COMPLETED_FILE), [])
   LOGGER.info("manifest: %s", FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE))
   if release_token:

@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
+from pipelines.beam import faults
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.progress import Progress
 from pipelines.sources.byte_stream import ByteSource, file_size, is_compressed
@@ -171,6 +172,7 @@ class _ReadJsonRangeFn(beam.DoFn):
         0, lambda _n, elapsed: _progress_line(name, size, source, stats, elapsed)),
                         start=rng.start_byte)
     with source:
+      faults.fault_point("read", path)  # test-only (READTWICE_FAULT_AT)
       events = read_range(source, rng, self._chunk_size, self._max_item_chars, self._list_key)
       for event in _with_source_error(events, source, path):
         if isinstance(event, Item):

@@ -19,11 +19,14 @@ or the job failed (``pipelines.beam.writer.delete_tmp``).
 from __future__ import annotations
 
 import collections
+import contextlib
 import pickle
 import uuid
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
+
+from pipelines.errors import UserError, disk_full_message, is_disk_full
 
 SPILL_DIR = "spill"  # under the job's .tmp/ (pipelines.beam.writer.TMP_DIR)
 
@@ -100,7 +103,8 @@ class SpillWriter:
   def write(self, payload: bytes) -> Ref:
     if self._file is None:
       self._path = FileSystems.join(self._directory, f"bundle-{uuid.uuid4().hex}.bin")
-      self._file = FileSystems.create(self._path)
+      with _disk_full_names(self._path):
+        self._file = FileSystems.create(self._path)
       self._offset = 0
     self._buffer += payload
     ref = Ref(self._path, self._offset, len(payload))
@@ -111,14 +115,28 @@ class SpillWriter:
 
   def _flush(self) -> None:
     if self._buffer:
-      self._file.write(bytes(self._buffer))
+      with _disk_full_names(self._path):
+        self._file.write(bytes(self._buffer))
       self._buffer.clear()
 
   def close(self) -> None:
     if self._file is not None:
       self._flush()
-      self._file.close()
+      with _disk_full_names(self._path):
+        self._file.close()
       self._file = None
+
+
+@contextlib.contextmanager
+def _disk_full_names(path: str):
+  """A full disk while writing the spill file ``path`` is one line naming it (a UserError, which
+  crosses the worker boundary); the job's cleanup deletes the spill files."""
+  try:
+    yield
+  except OSError as e:
+    if is_disk_full(e):
+      raise UserError(disk_full_message(path)) from e
+    raise
 
 
 def read(refs: Iterable[Ref]) -> Dict[Ref, bytes]:

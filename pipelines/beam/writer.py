@@ -13,6 +13,7 @@ stays well below a worker's memory (e.g. ~1 GB of serialized segments per shard)
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -25,6 +26,7 @@ from apache_beam.metrics import Metrics
 from pipelines.atomic_files import (  # noqa: F401
     COMPRESSIONS, GZIP_LEVEL, LOGGER, TMP_DIR, TMP_PREFIX, compressed_suffix, frame_line,
     frame_tfrecord, shard_name, shard_of, tmp_dir_of, write_atomically)
+from schemas import safe_json
 
 # encode_shard(shard_index, [(key, value), ...] sorted by key) -> (payloads, extra stats)
 ShardEncoder = Callable[[int, List[Tuple[str, Any]]], Tuple[Iterable[bytes], Dict[str, Any]]]
@@ -148,6 +150,8 @@ def encode_lines(shard: int, items: List[Tuple[str, Any]]) -> Tuple[List[bytes],
 OUTPUT_PATTERNS = ("records-*-of-*", "documents/documents-*-of-*",
                    "dead_letter/dead_letter-*-of-*", "skipped/skipped-*-of-*", "_spill/*",
                    "manifest.json", "COMPLETED")
+# The mark of a directory a job wrote (``{"job": ...}``): ``--overwrite`` deletes only there.
+OWNER_FILE = ".readtwice_output.json"
 # Directories a job writes into, where a temporary file of write_atomically may be left.
 _OUTPUT_SUBDIRS = ("documents", "dead_letter", "skipped", "entities")
 
@@ -157,25 +161,57 @@ def is_file(path: str) -> bool:
   return "://" not in path and os.path.isfile(path)
 
 
-def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequence[str] = ()
-                       ) -> bool:
+def is_own_output_dir(output_dir: str) -> bool:
+  """Whether a job of this project wrote ``output_dir``: it holds :data:`OWNER_FILE`, or (a
+  dir written before the marker existed) a ``manifest.json`` that is a records manifest."""
+  if FileSystems.exists(FileSystems.join(output_dir, OWNER_FILE)):
+    return True
+  path = FileSystems.join(output_dir, "manifest.json")
+  if not FileSystems.exists(path):
+    return False
+  try:
+    with FileSystems.open(path) as f:
+      head = f.read(1 << 20).decode("utf-8", "replace")
+    manifest = safe_json.loads(head, source=path)
+  except (ValueError, OSError):
+    return False
+  return isinstance(manifest, dict) and "schema_version" in manifest and "job" in manifest
+
+
+def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequence[str] = (),
+                       job: str = "") -> bool:
   """Refuses to mix a new run's shards with an earlier run's, unless ``overwrite``.
 
   With a different shard count the old ``-of-NNNNN`` files would otherwise stay next to the
-  new ones.  ``overwrite`` deletes exactly the files a job writes (nothing else).  Returns
-  whether ``output_dir`` existed.  Call it holding the directory's claim
-  (:mod:`pipelines.beam.claim`): it also deletes a crashed run's temporary files.
+  new ones.  ``overwrite`` deletes exactly the files a job writes (nothing else), and only in
+  a directory a job wrote (:func:`is_own_output_dir`): files that merely match those names in
+  someone else's directory are refused, not deleted.  Then marks the directory as a job's
+  (:data:`OWNER_FILE`).  Returns whether ``output_dir`` existed.  Call it holding the
+  directory's claim (:mod:`pipelines.beam.claim`): it also deletes a crashed run's temporary
+  files.
   """
   delete_tmp(output_dir)
   found = [m.path for pattern in tuple(OUTPUT_PATTERNS) + tuple(extra_patterns)
            for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
-  if found and not overwrite:
+  if found and overwrite and not is_own_output_dir(output_dir):
     raise FileExistsError(
-        f"{output_dir} already holds the output of a run ({len(found)} files, e.g. "
+        f"{output_dir} holds files named like a job's output (e.g. {found[0]}) but no job of "
+        f"this project wrote it (no {OWNER_FILE} or records manifest.json); --overwrite "
+        "deletes only a job's own output: choose another --output_dir")
+  if found and not overwrite:
+    completed = FileSystems.exists(FileSystems.join(output_dir, "COMPLETED"))
+    what = ("the output of a run" if completed else
+            "the output of an earlier run that did not complete (no COMPLETED: killed, or it "
+            "failed)")
+    raise FileExistsError(
+        f"{output_dir} already holds {what} ({len(found)} files, e.g. "
         f"{found[0]}); pass --overwrite to replace it, or choose another --output_dir.")
   if found:
     FileSystems.delete(found)
-  return FileSystems.exists(output_dir)
+  existed = FileSystems.exists(output_dir)
+  write_atomically(FileSystems.join(output_dir, OWNER_FILE),
+                   [(json.dumps({"job": job, "written_by": "readtwice"}) + "\n").encode()])
+  return existed
 
 
 def delete_tmp(output_dir: str) -> int:
@@ -193,11 +229,25 @@ def delete_tmp(output_dir: str) -> int:
   return len(paths)
 
 
-def clean_up_failed_run(output_dir: str, existed: bool) -> None:
+def clean_up_failed_run(output_dir: str, existed: bool,
+                        own_outputs: Optional[Sequence[str]] = None) -> None:
   """After a failed job: deletes its temporary files, and ``output_dir`` itself if the job
-  created it and left nothing else in it (a refusal before any write leaves no trace)."""
+  created it and left nothing else in it (a refusal before any write leaves no trace).
+  ``own_outputs`` (the job's extra output patterns, as for :func:`prepare_output_dir`): also
+  delete the output files this run wrote (an interrupted run, a full disk): call it only when
+  none was there before the run (after :func:`prepare_output_dir`)."""
   try:
     delete_tmp(output_dir)
+    if own_outputs is not None:
+      found = [m.path for pattern in tuple(OUTPUT_PATTERNS) + tuple(own_outputs)
+               for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
+      if found:
+        FileSystems.delete(found)
+        LOGGER.info("deleted the %d output file(s) this run had written under %s", len(found),
+                    output_dir)
+      marker = FileSystems.join(output_dir, OWNER_FILE)
+      if FileSystems.exists(marker):  # no output of a job is left: nor its mark
+        FileSystems.delete([marker])
     remove_if_empty(output_dir, existed)
   except Exception:  # pylint: disable=broad-except  # never hide the job's own error
     LOGGER.warning("could not clean up %s after the failure", output_dir, exc_info=True)
@@ -208,6 +258,6 @@ def remove_if_empty(output_dir: str, existed: bool) -> None:
   empty subdirectories included."""
   if existed or "://" in output_dir or not os.path.isdir(output_dir):
     return
-  if any(files for _, _, files in os.walk(output_dir)):
+  if any(f for _, _, files in os.walk(output_dir) for f in files if f != OWNER_FILE):
     return
   shutil.rmtree(output_dir, ignore_errors=True)

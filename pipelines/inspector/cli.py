@@ -30,20 +30,20 @@ def new_parser():
       "pipelines.inspector",
       "Render packed ReadTwice TFRecords (plain or gzip .tfrecord.gz) back to text (stdout) or "
       "HTML.", EXAMPLE)
-  parser.add_argument("--records_dir", required=True,
+  parser.add_argument("--records_dir", required=True, io=schema_cli.READS,
                       help="a job's --output_dir (local or gs://): the shards its manifest.json "
                            "lists are read (.tfrecord or gzip .tfrecord.gz), and the manifest "
                            "supplies N, L, the tokenizer and the compression")
-  parser.add_argument("--html", default=None,
+  parser.add_argument("--html", default=None, io=schema_cli.WRITES,
                       help="write a self-contained HTML page here instead of text to stdout")
   parser.add_argument("--max_records", type=int, default=None,
                       help="render at most this many records (default: all)")
   parser.add_argument("--max_segments", type=int, default=None,
                       help="render at most this many real segments per record (default: all)")
-  parser.add_argument("--vocab_file", default=None,
+  parser.add_argument("--vocab_file", default=None, io=schema_cli.READS,
                       help="byte-level BPE vocab.json the records were written with "
                            "(default: packaged GPT-2 BPE, if the manifest says gpt2)")
-  parser.add_argument("--merges_file", default=None,
+  parser.add_argument("--merges_file", default=None, io=schema_cli.READS,
                       help="merges.txt that goes with --vocab_file")
   return parser
 

@@ -171,12 +171,14 @@ def load_records(paths: Sequence[str], max_records: Optional[int] = None,
   are gzip or not as ``manifest`` (from :func:`read_manifest`) says, else as detected.
   """
   out: List[Dict] = []
+  cfg = (manifest or {}).get("config") or {}
   for path in paths:
     payloads = records_dir_lib.iter_records(path, file_compression(path, manifest), BEAM)
     for i, payload in enumerate(payloads):
       if max_records is not None and len(out) >= max_records:
         return out
-      rec = records_dir_lib.decode_pack(payload, f"{path} record {i}")
+      rec = records_dir_lib.decode_pack(payload, f"{path} record {i}", cfg.get("seq_length"),
+                                        cfg.get("segments_per_pack"))
       rec[FILE_KEY] = path
       rec[INDEX_KEY] = i
       out.append(rec)

@@ -72,6 +72,7 @@ is kept as text.
 from __future__ import annotations
 
 import bisect
+import functools
 import html
 import itertools
 import re
@@ -173,14 +174,20 @@ def _without_tables(wikitext: str) -> str:
   return "".join(pieces)
 
 
-def strip_dropped_markup(wikitext: str) -> str:
+def strip_dropped_markup(wikitext: str, namespaces: Optional[Namespaces] = None) -> str:
   """Removes, before the parse, the markup whose contents are dropped anyway and that malformed
   markup inside would otherwise let swallow the prose after it: HTML comments first (a
   ``<ref>`` or table inside a comment goes with it; an unclosed comment hides the rest, as in
   MediaWiki), then ``<ref>..</ref>`` and ``<ref/>`` (each ends at its first ``</ref>``, so an
   unbalanced ``''`` inside cannot run on), then wiki tables by their line-start delimiters
   (:func:`_without_tables`, so a stray quote in a table's attributes cannot hide the rest of
-  the page).  Well-formed pages clean to the same text either way."""
+  the page), then File/Image/Media links with their captions (:func:`_without_file_links`: an
+  unbalanced bold/italic quote run in a caption would pair with one after the link, and the
+  parser would then read no link at all and leave ``[[File:...]]`` in the text), and the
+  quote runs of a link whose bold/italic runs do not pair up inside it
+  (:func:`_balanced_link_quotes`, for the same reason).  Well-formed
+  pages clean to the same text either way.  ``namespaces``: the wiki's table (the names of
+  namespaces 6 and -2; default English Wikipedia's)."""
   # Comments and refs become an empty comment, which the walk drops like them (an anchor that
   # held only a ref stays a blank anchor, not a pipe trick).
   if "<!--" in wikitext:
@@ -189,7 +196,74 @@ def strip_dropped_markup(wikitext: str) -> str:
     wikitext = _REF.sub("<!---->", wikitext)
   if "{|" in wikitext:
     wikitext = _without_tables(wikitext)
+  if "[[" in wikitext:
+    wikitext = _without_file_links(wikitext, namespaces or Namespaces.default())
+    if "''" in wikitext:
+      wikitext = _QUOTED_LINK.sub(_balanced_link_quotes, wikitext)
   return wikitext
+
+
+# A link without links or line breaks inside whose text holds a bold/italic quote run.
+_QUOTED_LINK = re.compile(r"\[\[[^\[\]\n]*''[^\[\]\n]*\]\]")
+_QUOTE_RUN = re.compile(r"'{2,}")
+
+
+def _balanced_link_quotes(m: re.Match) -> str:
+  """A link (``[[Paris|A '''b'' c]]``) whose bold/italic quote runs do not pair up inside it,
+  without them: the parser would pair the odd run with one after the link, read no link at all
+  and leave ``[[Paris|A b c]]`` in the text.  Formatting has no plain text, so the anchor reads
+  the same (a run of 4 keeps one apostrophe, of more than 5 the extra ones, as MediaWiki
+  does).  A link whose runs pair up is returned unchanged."""
+  link = m.group()
+  runs = [len(r) for r in _QUOTE_RUN.findall(link)]
+  italics = sum(1 for n in runs if n in (2, 5) or n > 5)
+  bolds = sum(1 for n in runs if n in (3, 4) or n >= 5)
+  if italics % 2 == 0 and bolds % 2 == 0:
+    return link
+  return _QUOTE_RUN.sub(lambda r: "'" if len(r.group()) == 4 else "'" * max(0, len(r.group()) - 5),
+                        link)
+
+
+_BRACKETS = re.compile(r"\[\[|\]\]")
+
+
+@functools.lru_cache(maxsize=64)
+def _file_link_start(names: Tuple[str, ...]) -> "re.Pattern[str]":
+  """``[[`` + one of ``names`` (a File or Media namespace name, any case, ``_`` or spaces for
+  its spaces) + ``:``; no leading colon (``[[:File:X]]`` is a link to the file page, kept)."""
+  alternatives = sorted((r"[\s_]+".join(map(re.escape, n.split())) for n in names), key=len,
+                        reverse=True)
+  return re.compile(r"\[\[[\s_]*(?:" + "|".join(alternatives) + r")[\s_]*:", re.I)
+
+
+def _without_file_links(wikitext: str, namespaces: Namespaces) -> str:
+  """``wikitext`` without its File/Image/Media links (namespaces 6 and -2, which :func:`clean`
+  drops with their captions): each from its ``[[`` to the matching ``]]`` (links inside the
+  caption counted), replaced by an empty comment (the walk drops it).  A link never closed is
+  left to the parser."""
+  names = tuple(sorted(n for n, ns in namespaces.names.items() if ns in (6, -2) and n.strip()))
+  if not names:
+    return wikitext
+  start_re = _file_link_start(names)
+  pieces, at = [], 0
+  m = start_re.search(wikitext)
+  while m is not None:
+    depth, end = 1, -1
+    for b in _BRACKETS.finditer(wikitext, m.end()):
+      depth += 1 if b.group() == "[[" else -1
+      if depth == 0:
+        end = b.end()
+        break
+    if end < 0:  # never closed: the parser's job
+      break
+    pieces.append(wikitext[at:m.start()])
+    pieces.append("<!---->")
+    at = end
+    m = start_re.search(wikitext, end)
+  if not pieces:
+    return wikitext
+  pieces.append(wikitext[at:])
+  return "".join(pieces)
 # Simple links, taken out before the parse (:func:`_lift_simple_links`): a namespace-0-looking
 # target and an optional plain anchor, with nothing the parser would read inside (brackets,
 # braces, tags, entities in the anchor, quotes, '=', ':', newlines).  Not right after '[' nor
@@ -701,7 +775,7 @@ def clean(wikitext: str, title: str = "", namespaces: Optional[Namespaces] = Non
   the module docstring).  ``title`` (the page title as written) enables self mentions."""
   namespaces = namespaces or Namespaces.default()
   walker = _Walker(namespaces)
-  lifted_text, walker.lifted = _lift_simple_links(strip_dropped_markup(wikitext))
+  lifted_text, walker.lifted = _lift_simple_links(strip_dropped_markup(wikitext, namespaces))
   lifted_text, walker.lifted_templates = _lift_simple_templates(lifted_text, namespaces)
   walker.walk(mwparserfromhell.parse(lifted_text).nodes)
   out = walker.out

@@ -81,8 +81,12 @@ def test_errors_are_one_line(tmp_path, capsys):
   assert capsys.readouterr().err.splitlines() == [
       f"python -m model.export: error: --output_dir {out} exists; pass --overwrite to "
       "replace it"]
-  assert export.main(argv[:3] + [str(tmp_path), "--overwrite"] + argv[4:]) == 1
-  assert "holds --model_dir" in capsys.readouterr().err
+  with pytest.raises(SystemExit) as e:  # refused by the command line, before any work
+    export.main(argv[:3] + [str(tmp_path), "--overwrite"] + argv[4:])
+  assert e.value.code == 1
+  assert capsys.readouterr().err.splitlines() == [
+      f"python -m model.export: error: --output_dir {tmp_path} contains --model_dir "
+      f"{model_dir}, which this command reads; write the output somewhere apart from the inputs"]
   assert os.path.exists(os.path.join(model_dir, "config.json"))
   assert export.main(argv[:4] + ["--seq_length", "8"]) == 1
   assert "pass --records_dir" in capsys.readouterr().err
@@ -206,3 +210,34 @@ def test_saved_model_serves_without_the_repository(tmp_path, capsys):
   assert export.main(argv + ["--overwrite"]) == 0
   assert json.load(open(os.path.join(exported["cls"], "export.json")))[
       "max_answer_tokens"] == export.DEFAULT_MAX_ANSWER_TOKENS
+
+
+def test_overwrite_replaces_only_an_earlier_export_never_through_a_symlink(tmp_path, capsys):
+  model_dir, other, earlier = tmp_path / "m", tmp_path / "other", tmp_path / "earlier"
+  for d in (model_dir, other, earlier):
+    d.mkdir()
+  configs.save_configs(str(model_dir), configs.tiny(vocab_size=32, max_seq_length=8))
+  (other / "notes.txt").write_text("mine")
+  (earlier / export.EXPORT_FILE).write_text("{}")
+  os.symlink(earlier, tmp_path / "link")
+  export._check_replaceable(str(earlier))  # an earlier export may be replaced
+  with pytest.raises(export.ExportError, match="is not an earlier export"):
+    export._check_replaceable(str(other))
+  with pytest.raises(export.ExportError, match="is a symlink"):
+    export._check_replaceable(str(tmp_path / "link"))
+  argv = ["--model_dir", str(model_dir), "--seq_length", "8", "--segments_per_pack", "2",
+          "--overwrite", "--output_dir"]
+  assert export.main(argv + [str(other)]) == 1
+  assert capsys.readouterr().err.splitlines() == [
+      f"python -m model.export: error: --output_dir {other} exists and is not an earlier "
+      "export (no export.json in it); --overwrite replaces only what model.export wrote: "
+      "choose another --output_dir"]
+  # The model dir behind a symlink: refused by the command line, the model untouched.
+  os.symlink(model_dir, tmp_path / "model_link")
+  with pytest.raises(SystemExit) as e:
+    export.main(["--model_dir", str(tmp_path / "model_link"), "--seq_length", "8",
+                 "--overwrite", "--output_dir", str(model_dir)])
+  assert e.value.code == 1
+  assert "is --model_dir" in capsys.readouterr().err
+  assert (other / "notes.txt").read_text() == "mine"
+  assert sorted(os.listdir(model_dir)) == ["config.json"]

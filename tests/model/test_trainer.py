@@ -188,7 +188,8 @@ def test_finetune_on_hotpotqa_pipeline_output(tmp_path, capsys):
 ])
 def test_finetune_usage_errors(tmp_path, capsys, argv, message):
   with pytest.raises(SystemExit) as e:
-    finetune.main(argv + ["--records_dir", str(tmp_path), "--model_dir", str(tmp_path / "m")])
+    finetune.main(argv + ["--records_dir", str(tmp_path / "r"), "--model_dir",
+                          str(tmp_path / "m")])
   assert e.value.code == 2 and message in capsys.readouterr().err
 
 

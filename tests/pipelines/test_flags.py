@@ -40,7 +40,7 @@ def test_unknown_flag_fails_before_any_work_naming_the_closest(flag, closest, sm
 def test_beam_options_pass_through(small_input, tmp_path, capsys):
   parser = flags.new_parser("p", "d", "e")
   args, beam_args = flags.parse(parser, [
-      "--input", small_input, "--output_dir", str(tmp_path), "--direct_num_workers=2",
+      "--input", small_input, "--output_dir", str(tmp_path / "out"), "--direct_num_workers=2",
       "--direct_running_mode", "in_memory", "--runner", "DirectRunner", "--seq_length", "64"])
   assert args.seq_length == 64
   assert beam_args == ["--direct_num_workers=2", "--direct_running_mode", "in_memory",

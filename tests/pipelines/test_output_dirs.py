@@ -490,3 +490,31 @@ def test_gcs_claims_are_create_if_absent(monkeypatch):
   assert client.objects == {}
   again = claim_lib.claim("gs://b/out/", "wikipedia")
   assert claim_lib.release_token("gs://b/out", again.token) and client.objects == {}
+
+
+def test_overwrite_deletes_only_in_a_dir_a_job_wrote(tmp_path):
+  """--overwrite never deletes files that merely match a job's output names in someone else's
+  directory; a job's dir (its mark, or a records manifest written before the mark existed)
+  is replaced, and keeps files that are not a job's."""
+  stranger = tmp_path / "stranger"
+  stranger.mkdir()
+  (stranger / "manifest.json").write_text('{"name": "a web app"}')
+  (stranger / "records-1-of-2").write_text("mine")
+  with pytest.raises(FileExistsError, match="no job of this project wrote it"):
+    writer.prepare_output_dir(str(stranger), overwrite=True, job="hotpotqa")
+  assert sorted(os.listdir(stranger)) == ["manifest.json", "records-1-of-2"]
+  old = tmp_path / "old_run"
+  old.mkdir()
+  (old / "manifest.json").write_text(json.dumps({"schema_version": "1.0", "job": "books"}))
+  (old / "notes.txt").write_text("kept")
+  assert writer.prepare_output_dir(str(old), overwrite=True, job="hotpotqa")
+  assert sorted(os.listdir(old)) == [writer.OWNER_FILE, "notes.txt"]
+  assert json.loads((old / writer.OWNER_FILE).read_text())["job"] == "hotpotqa"
+  (old / "COMPLETED").write_text("")  # now marked: replaced again without a manifest
+  writer.prepare_output_dir(str(old), overwrite=True, job="hotpotqa")
+  assert sorted(os.listdir(old)) == [writer.OWNER_FILE, "notes.txt"]
+  writer.remove_if_empty(str(old), existed=False)  # the mark alone does not keep a dir
+  assert old.exists()
+  os.remove(old / "notes.txt")
+  writer.remove_if_empty(str(old), existed=False)
+  assert not old.exists()

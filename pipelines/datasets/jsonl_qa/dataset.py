@@ -5,7 +5,9 @@ One document per example (:mod:`pipelines.datasets.jsonl_qa.reader`; the line fo
 :mod:`schemas.jsonl_qa`): string answers are labelled at every occurrence, span answers at their
 spans.  A line that is not JSON, or breaks the format, is a dead letter with its reason; a
 repeated id is skipped (``--nodeduplicate``: refused).  ``context_file`` is read where the line
-is parsed (on the worker that reads the JSONL file, a few files cached).  The manifest names the
+is parsed (on the worker that reads the JSONL file, a few files cached), only under the JSONL
+file's folder or an ``--allow_read_root`` and up to ``--max_input_file_bytes``
+(:mod:`schemas.data_paths`; a refused one is a dead letter with its reason).  The manifest names the
 model task, ``extractive_qa``.  Writes ``records-*.tfrecord``, ``documents/``, ``dead_letter/``,
 ``skipped/``, ``manifest.json``, the stats report (``stats.json``, ``stats.png``:
 :mod:`pipelines.beam.report`) and ``COMPLETED`` under --output_dir.
@@ -14,13 +16,14 @@ model task, ``extractive_qa``.  Writes ``records-*.tfrecord``, ``documents/``, `
 from __future__ import annotations
 
 import functools
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
+from schemas import data_paths
+from schemas.data_paths import DataPathPolicy
 from pipelines import flags
-from pipelines.beam import read
+from pipelines.beam import data_files, read
 from pipelines.beam import report as report_lib
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
 from pipelines.beam.answers import GivenAnswerSpans
@@ -40,21 +43,22 @@ EXAMPLE = r"""  python -m pipelines jsonl_qa \
 
 
 @functools.lru_cache(maxsize=4)  # several questions on one context file read it once
-def read_file(path: str) -> Optional[bytes]:
-  """The bytes of ``path`` (local or gs://), None when it does not exist; storage errors
-  propagate (the element fails, and a runner retries it)."""
+def read_file(root: str, name: str,
+              policy: DataPathPolicy = DataPathPolicy()) -> Tuple[str, Optional[bytes]]:
+  """``(path, bytes)`` of the context file ``name`` under ``root`` (local or gs://; decompressed
+  by extension), bytes None when it does not exist; a name ``policy`` refuses raises
+  DataPathError (a dead letter); storage errors propagate (the element fails, and a runner
+  retries it)."""
   try:
-    with FileSystems.open(path) as f:
-      return f.read()
-  except (OSError, IOError):
-    if FileSystems.exists(path):
-      raise
-    return None
+    return data_files.read_data_file(policy, root, name, "context_file", decompress=True)
+  except FileNotFoundError:
+    return data_paths.joined(root, name), None
 
 
-def parse_record(record, source_id: str):
+def parse_record(record, source_id: str, policy: DataPathPolicy = DataPathPolicy()):
   """ParseRecords parser: a decoded line -> (Document, counters)."""
-  return reader.parse_record(record, source_id, read_file)
+  return reader.parse_record(record, source_id,
+                             lambda root, name: read_file(root, name, policy))
 
 
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,
@@ -62,8 +66,8 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
           options: AnnotationConfig = AnnotationConfig()) -> beam.PCollection:
   """Adds the jsonl_qa job to ``p``; returns the PCollection holding the manifest."""
   raw = p | "ReadJsonLines" >> read.ReadJsonRecords(paths, split_bytes=config.json_split_bytes)
-  parsed = raw[read.RECORDS] | "ParseJsonlQA" >> ParseRecords(parse_record,
-                                                              "readtwice.jsonl_qa")
+  parsed = raw[read.RECORDS] | "ParseJsonlQA" >> ParseRecords(
+      functools.partial(parse_record, policy=config.data_paths), "readtwice.jsonl_qa")
   dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER])
           | "FlattenReadParseDeadLetters" >> beam.Flatten())
   stats = (raw[read.STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()

@@ -1,7 +1,7 @@
 """Users' own long-document QA data (JSON lines, :mod:`schemas.jsonl_qa`) -> labelled Document.
 
 One document per example: its text is the context exactly as given (inline ``context``, or the
-UTF-8 file ``context_file`` names, relative to the JSONL file's folder), so that the answer
+UTF-8 file ``context_file`` names, under the JSONL file's folder), so that the answer
 offsets of the file are offsets into the document; id ``id``; one paragraph spanning the text,
 titled ``title`` (or ``""``); the question ``question`` (the segmenter puts it in front of every
 segment, as for the other QA datasets).  The answers are labelled here, where the context is at
@@ -12,7 +12,9 @@ example without answers is unlabelled (a test file).
 A line that breaks the format raises :class:`~pipelines.document.BadInput` with the reason of
 :class:`schemas.jsonl_qa.FormatError` (``missing_field``, ``bad_field``, ``bad_answer``,
 ``span_out_of_range``, ``span_text_mismatch``), or ``missing_context_file``,
-``invalid_context_file`` (not UTF-8) and ``empty_context``.  Pure Python: files are read through
+``invalid_context_file`` (not UTF-8), ``empty_context``, and the refusals of
+:mod:`schemas.data_paths` (a ``context_file`` outside the JSONL file's folder, not a regular
+file, or over ``--max_input_file_bytes``).  Pure Python: files are read through
 the ``read_file`` callable the caller passes.
 """
 
@@ -20,22 +22,27 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from schemas import jsonl_qa, records
+from schemas import data_paths, jsonl_qa, records
 from pipelines import keys
 from pipelines.document import BadInput, Document, Paragraph, Question
 from pipelines.text.answers import find_answer_spans
 
-# read_file(path) -> the file's bytes, or None when there is no such file.
-ReadFile = Callable[[str], Optional[bytes]]
+# read_file(root, name) -> (path, the file's bytes or None when there is no such file); raises
+# schemas.data_paths.DataPathError for a name it refuses (outside root, not a regular file, ...).
+ReadFile = Callable[[str, str], Tuple[str, Optional[bytes]]]
 
 
 def context_of(example: jsonl_qa.Example, jsonl_path: str, read_file: ReadFile) -> str:
   """The example's context: inline, or its ``context_file`` decoded as UTF-8 (exactly: no
-  newline or BOM normalisation, so that the file's offsets hold)."""
+  newline or BOM normalisation, so that the file's offsets hold).  A ``context_file`` that
+  :mod:`schemas.data_paths` refuses is BadInput with its reason (``path_outside_root``,
+  ``absolute_path``, ``not_a_regular_file``, ``file_too_large``, ``invalid_path``)."""
   if example.context is not None:
     return example.context
-  path = jsonl_qa.context_path(example, jsonl_path)
-  data = read_file(path)
+  try:
+    path, data = read_file(jsonl_qa.context_root(jsonl_path), example.context_file)
+  except data_paths.DataPathError as e:
+    raise BadInput(e.reason, str(e)) from e
   if data is None:
     raise BadInput("missing_context_file", f"context_file {example.context_file!r}: {path} "
                                            f"does not exist")

@@ -24,6 +24,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import flags
+from schemas import cli as schema_cli
 from pipelines.beam import read_parquet
 from pipelines.beam import report as report_lib
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
@@ -89,12 +90,12 @@ def add_flags(group) -> None:
   group.add_argument("--context", default=d.context, choices=reader.CONTEXTS,
                      help="what the questions are read with: the whole story, or its "
                           "Wikipedia summary (default: %(default)s)")
-  group.add_argument("--documents", default=None,
+  group.add_argument("--documents", default=None, io=schema_cli.READS,
                      help="documents.csv (default: beside --input)")
-  group.add_argument("--summaries", default=None,
+  group.add_argument("--summaries", default=None, io=schema_cli.READS,
                      help="summaries.csv (default: third_party/wikipedia/summaries.csv beside "
                           "--input)")
-  group.add_argument("--stories_dir", default=None,
+  group.add_argument("--stories_dir", default=None, io=schema_cli.READS,
                      help="folder of <document_id>.content stories (default: tmp/ beside "
                           "--input)")
   o = d.oracle
@@ -178,7 +179,7 @@ def _from_questions(questions, joined_inputs: Dict, output_dir: str,
   if reshuffle:
     joined = joined | "SpreadStories" >> beam.Reshuffle()
   parsed = joined | "ReadStories" >> beam.ParDo(
-      stages.StoryFn(options.context, stories_dir)).with_outputs(
+      stages.StoryFn(options.context, stories_dir, config.data_paths)).with_outputs(
           DEAD_LETTER, STATS, main="documents")
   dead = ((questions[DEAD_LETTER], parsed[DEAD_LETTER])
           | "FlattenReadParseDead" >> beam.Flatten())

@@ -18,7 +18,9 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from schemas.data_paths import DataPathError, DataPathPolicy
 from pipelines import keys
+from pipelines.beam import data_files
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.parse import failure
 from pipelines.beam.read import INPUT_COUNT
@@ -126,11 +128,15 @@ def read_keyed(path: str, columns: Sequence[str], split: str, value: str):
 class StoryFn(beam.DoFn):
   """(story id, {"questions": [(source id, row)], "story": [row], "summary": [text]}) ->
   one Document per question, all with the story's text object; a story that cannot be read
-  is one dead letter per question (stage ``parse``)."""
+  is one dead letter per question (stage ``parse``), as is a story file that
+:mod:`schemas.data_paths` refuses (an id that leads outside --stories_dir, a file that is not
+regular or is over --max_input_file_bytes: reason ``path_outside_root``, ...)."""
 
-  def __init__(self, context: str, stories_dir: str):
+  def __init__(self, context: str, stories_dir: str,
+               policy: DataPathPolicy = DataPathPolicy()):
     self._context = context
     self._stories_dir = stories_dir
+    self._policy = policy
 
   def setup(self):
     self._stories = Metrics.counter(NAMESPACE, "stories")
@@ -181,13 +187,14 @@ class StoryFn(beam.DoFn):
     if "content" in row:  # a Hub row: the story file's bytes are inside it
       return reader.story_text(row["content"], row.get("kind", ""), row["story_start"],
                                row["story_end"])
-    path = FileSystems.join(self._stories_dir, f"{document_id}.content")
+    name = f"{document_id}.content"  # the id comes from the data: kept under --stories_dir
     try:
-      with FileSystems.open(path) as f:
-        data = f.read()
-    except (OSError, IOError) as e:
-      if FileSystems.exists(path):
-        raise  # a storage error: let the runner retry
+      _, data = data_files.read_data_file(self._policy, self._stories_dir, name,
+                                          "document_id's story", decompress=True)
+    except DataPathError as e:
+      raise BadInput(e.reason, str(e)) from e
+    except FileNotFoundError as e:
+      path = FileSystems.join(self._stories_dir, name)
       raise BadInput("missing_story_file", f"{path} does not exist") from e
     return reader.story_text(data, row.get("kind", ""), row["story_start"], row["story_end"])
 

@@ -26,6 +26,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import flags
+from schemas import cli as schema_cli
 from pipelines.beam import inputs, read, read_parquet
 from pipelines.beam import report as report_lib
 from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
@@ -94,7 +95,7 @@ def check_evidence_dir(path: str) -> None:
 
 
 def add_flags(group) -> None:
-  group.add_argument("--evidence_dir", default=None,
+  group.add_argument("--evidence_dir", default=None, io=schema_cli.READS,
                      help="TriviaQA's evidence/ folder (wikipedia/ and web/ under it; local or "
                           "gs://); required unless every --input is a Hugging Face Hub Parquet "
                           "file (config rc), whose rows hold the evidence texts")
@@ -142,7 +143,8 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   parsed = raw[read.RECORDS] | "ParseTriviaQA" >> ParseRecords(
       functools.partial(reader.parse_record, per_document=options.per_document),
       "readtwice.triviaqa")
-  docs = parsed.documents | "Evidence" >> ReadEvidence(options.evidence_dir, reshuffle)
+  docs = parsed.documents | "Evidence" >> ReadEvidence(options.evidence_dir, reshuffle,
+                                                         config.data_paths)
   dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER], docs[DEAD_LETTER])
           | "FlattenReadParseEvidenceDeadLetters" >> beam.Flatten())
   stats = ((raw[read.STATS], parsed[STATS], docs[STATS])

@@ -17,6 +17,11 @@ dropped, CRLF / CR as LF) and the document is built by
   only some pages is built from the others, and the missing ones are counted
   (``evidence/missing_pages``).  Other storage errors are raised, so that Beam retries.
 * A document whose evidence is blank is a dead letter with reason ``empty_evidence``.
+* A ``Filename`` that :mod:`schemas.data_paths` refuses (absolute, leading outside
+  ``<evidence_dir>/<origin>/`` directly or through a symlink, not a regular file, over
+  ``--max_input_file_bytes``) makes its document a dead letter with the refusal's reason
+  (``absolute_path``, ``path_outside_root``, ``not_a_regular_file``, ``file_too_large``,
+  ``invalid_path``), whatever its other pages; counted in ``evidence/refused_pages``.
 
 The source id of these dead letters names the input record, the question and the files:
 ``<path>#<index>/<QuestionId>--<Filename>`` (files joined by ``|`` when several are missing);
@@ -36,6 +41,8 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from schemas.data_paths import DataPathError, DataPathPolicy
+from pipelines.beam import data_files
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.parse import failure
 from pipelines.beam.stats import STATS, BundleStats
@@ -75,9 +82,10 @@ def _dead_source_id(plan: reader.Plan, pages: List[reader.Page]) -> str:
 
 class _ReadEvidenceFn(beam.DoFn):
 
-  def __init__(self, evidence_dir: str):
+  def __init__(self, evidence_dir: str, policy: DataPathPolicy = DataPathPolicy()):
     super().__init__()
     self._dir = evidence_dir
+    self._policy = policy
 
   def setup(self):
     self._read = Metrics.counter(NAMESPACE, "pages_read")
@@ -88,10 +96,20 @@ class _ReadEvidenceFn(beam.DoFn):
     self._stats = BundleStats()
 
   def _read_page(self, page: reader.Page) -> Tuple[Optional[str], str, str]:
-    """``(text or None, path, error)``."""
+    """``(text or None, path, error)``; raises DataPathError for a Filename that
+    :mod:`schemas.data_paths` refuses (outside ``<evidence_dir>/<origin>``, not a regular file,
+    too large)."""
     path = page.relative_path if page.text is not None else evidence_path(self._dir, page)
     try:
-      data = read_bytes(path) if page.text is None else page.text.encode("utf-8")
+      if page.text is None:
+        _, data = data_files.read_data_file(
+            self._policy, FileSystems.join(self._dir, page.origin), page.filename,
+            "evidence Filename")
+      else:
+        data = page.text.encode("utf-8")
+    except DataPathError:
+      self._stats.count("evidence/refused_pages")
+      raise
     except Exception as e:  # pylint: disable=broad-except
       if not is_missing_file_error(e):
         raise
@@ -111,14 +129,20 @@ class _ReadEvidenceFn(beam.DoFn):
   def process(self, plan: reader.Plan):
     self._stats.count("evidence/input")
     texts, missing, paths, errors = [], [], [], []
+    extra = {"question_id": plan.question.id, "document_id": plan.document_id}
     for page in plan.pages:
-      text, path, error = self._read_page(page)
+      try:
+        text, path, error = self._read_page(page)
+      except DataPathError as e:  # a hostile name: the whole document, not just the page
+        yield beam.pvalue.TaggedOutput(DEAD_LETTER, dead_letter(
+            STAGE, e.reason, _dead_source_id(plan, [page]),
+            f"document {plan.document_id!r}: {e}", **extra))
+        return
       texts.append(text)
       if text is None:
         missing.append(page)
         paths.append(path)
         errors.append(error)
-    extra = {"question_id": plan.question.id, "document_id": plan.document_id}
     if missing and len(missing) == len(plan.pages):
       what = ("its evidence file is" if len(missing) == 1
               else f"all {len(missing)} of its evidence files are")
@@ -152,9 +176,10 @@ class ReadEvidence(beam.PTransform):
   question file come from one worker, and reading evidence is most of the I/O).
   """
 
-  def __init__(self, evidence_dir: str, reshuffle: bool = False):
+  def __init__(self, evidence_dir: str, reshuffle: bool = False,
+               policy: DataPathPolicy = DataPathPolicy()):
     super().__init__()
-    self._fn = _ReadEvidenceFn(evidence_dir)
+    self._fn = _ReadEvidenceFn(evidence_dir, policy)
     self._reshuffle = reshuffle
 
   def expand(self, plans: beam.PCollection) -> beam.pvalue.DoOutputsTuple:

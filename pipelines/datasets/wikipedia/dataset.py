@@ -19,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import entities as entities_schema
 from pipelines import flags
+from schemas import cli as schema_cli
 from pipelines.beam import report as report_lib
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -64,7 +65,7 @@ class WikipediaOptions:
 
 def add_flags(group) -> None:
   d = WikipediaOptions()
-  group.add_argument("--index", default=None,
+  group.add_argument("--index", default=None, io=schema_cli.READS,
                      help="multistream index (*-multistream-index.txt.bz2) of a single --input "
                           "dump; default: found beside each dump")
   group.add_argument("--streams_per_split", type=int, default=d.streams_per_split,

@@ -91,6 +91,56 @@ def test_file_links_removed_with_caption_links():
   assert page.links == (Link(17, 20, "Dog", "dog"),)
 
 
+@pytest.mark.parametrize("markup, text", [
+    # issue 40: an unbalanced ''' in a caption paired with a quote run after the link, the
+    # parser then read no link, and "[[File:X.jpg|thumb|A bold caption here]]" stayed.
+    ("Text before [[File:X.jpg|thumb|A '''bold caption'' here]] text after. '''More''' text.",
+     "Text before text after. More text."),
+    ("A [[Image:X.jpg|thumb|left|A ''b'''' c]] d ''e'' f.", "A d e f."),
+    ("A [[File:X.jpg|thumb|x '''b [[Paris|p '''q'' ]] c'' y]] d. '''More''' [[Lyon]].",
+     "A d. More Lyon."),
+    ("A [[ file_:X.jpg|thumb|'''b'' c]] d '''e'''.", "A d e."),
+    ("A [[Media:X.ogg|'''b'' c]] d '''e'''.", "A d e."),
+    ("A [[File:X.jpg|thumb|'''b'']] [[Image:Y.png|''c''']] d '''e'''.", "A d e."),
+    ("A [[File:X.jpg|thumb|'''b'' [[File:Z.png|20px]] c]] d '''e'''.", "A d e."),
+    ("A\n\n[[File:X.jpg|thumb|'''b''\nc]]\nd '''e'''.", "A\n\nd e."),
+])
+def test_unbalanced_quotes_in_file_captions_leave_no_file_markup(markup, text):
+  page = check(clean(markup))
+  assert page.text == text
+  assert "[[" not in page.text and "File:" not in page.text and "Image:" not in page.text
+
+
+@pytest.mark.parametrize("markup, text, links", [
+    # The same parser trap in an ordinary link: the odd run paired with one after the link,
+    # which was then read as text ("[[Paris|A b c]]").
+    ("See [[Paris|A '''b'' c]] and '''More''' here.", "See A b c and More here.",
+     [("Paris", "A b c")]),
+    ("See [[Paris|A ''b c]] and ''More'' here.", "See A b c and More here.",
+     [("Paris", "A b c")]),
+    ("[[Lyon|x '''''y''' z]] and ''w''.", "x y z and w.", [("Lyon", "x y z")]),
+    # pairing runs are the parser's, unchanged
+    ("See [[Lyon|the ''city'']] '''y''' [[Paris|'''P''']].", "See the city y P.",
+     [("Lyon", "the city"), ("Paris", "P")]),
+])
+def test_unbalanced_quotes_in_link_anchors_leave_no_link_markup(markup, text, links):
+  page = check(clean(markup))
+  assert page.text == text
+  assert [(link.target, link.anchor) for link in page.links] == links
+
+
+def test_localized_file_namespace_and_the_file_page_link():
+  names = dict(wiki_titles.Namespaces.default().names, **{"файл": 6, "медиа": -2})
+  ns = wiki_titles.Namespaces(names=names)
+  page = check(clean("A [[Файл:X.jpg|мини|'''b'' c]] d [[медиа:Y.ogg|''e''']] f '''g'''.",
+                     namespaces=ns))
+  assert page.text == "A d f g."
+  # a leading colon links to the file page: its text stays (and no file link is stripped
+  # from an unclosed one: the parser's job, as before)
+  assert clean("A [[:File:F.jpg|the ''file'']] b.").text == "A the file b."
+  assert wikitext.strip_dropped_markup("A [[File:X.jpg|'''b") == "A [[File:X.jpg|'''b"
+
+
 def test_categories_and_namespace_links():
   page = check(clean("Text [[Category:Living people|Smith]] [[category:Cats]] more "
                      "[[:Category:Dogs|dog list]] and [[Wikipedia:About|about]] "
@@ -383,6 +433,7 @@ def _random_page(rng):
     return rng.choice([
         lambda: words(rng.randint(1, 6)),
         lambda: f"[[File:{words(1)}.jpg|thumb|cap {link()}]]",
+        lambda: f"[[Image:{words(1)}.jpg|thumb|'''{words(1)}'' {link()}]]",  # unbalanced
         lambda: f"[[Category:{words(1)}]]",
         lambda: f"[[:Category:{words(1)}|{words(1)}]]",
         lambda: f"[[de:{words(1)}]]",
@@ -410,7 +461,7 @@ def test_random_pages_keep_invariants():
     title = rng.choice(_WORDS + ["Alpha beta", "东京 (city)"])
     page = check(clean(_random_page(rng), title if i % 2 else ""))
     total_links += len(page.links)
-    for bad in ("[[", "{{", "<ref", "{|", "|}", "<!--", "''"):
+    for bad in ("[[", "{{", "<ref", "{|", "|}", "<!--", "''", "File:", "Image:"):
       assert bad not in page.text, (bad, page.text)
   assert total_links > 500
 

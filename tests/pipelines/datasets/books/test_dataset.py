@@ -72,7 +72,8 @@ def test_books_job_flags(tmp_path, capsys):
   for argv, message in ((["--ner", "stanza"], "--ner"),
                         (["--linker", "alias"], "give --ner spacy"),
                         (["--ner", "spacy", "--linker", "alias"], "needs --entities_dir"),
-                        (["--ner", "spacy", "--entities_dir", str(tmp_path)], "no entities/")):
+                        (["--ner", "spacy", "--entities_dir", str(tmp_path / "e")],
+                         "no entities/")):
     with pytest.raises(SystemExit) as e:
       books.main(["--input", "x", "--output_dir", str(tmp_path / "o")] + argv)
     assert e.value.code == 2

@@ -17,9 +17,10 @@ FILES = {
     os.path.join("/data", "bad.txt"): b"caf\xe9"}
 
 
-def read_file(path):
+def read_file(root, name):
+  path = os.path.normpath(os.path.join(root, name))
   data = FILES.get(path)
-  return data.encode("utf-8") if isinstance(data, str) else data
+  return path, (data.encode("utf-8") if isinstance(data, str) else data)
 
 
 def parse(record, source_id="/data/qa.jsonl:3"):

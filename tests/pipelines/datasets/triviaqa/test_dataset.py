@@ -91,7 +91,8 @@ WEB_DEV = [
     {"Answer": answer(PARK, [PARK, "Grand Canyon"], [PARK.lower(), "grand canyon"]),
      "EntityPages": [], "Question": "Which park?", "QuestionId": "q_b2",
      "SearchResults": [result("2/2_7.txt")]},
-    # A Filename that leaves the evidence directory costs its own pair only.
+    # A Filename that leaves the evidence directory costs its own pair only (a dead letter of the
+    # evidence stage: schemas.data_paths).
     {"Answer": answer("Mars"), "EntityPages": [], "Question": "Which planet?",
      "QuestionId": "q_b3", "SearchResults": [result("../secret.txt"), result("3/3_1.txt", 1)]},
 ]
@@ -157,19 +158,20 @@ def test_manifest_counts_reconcile(job):
   assert m["counts"] == {"input": 18, "written": 9, "skipped": 0, "rejected": 9}
   assert [(r["stage"], r["input"], r["output"], r["skipped"], r["rejected"])
           for r in m["stage_counts"]] == [
-              ("read", 18, 18, 0, 0), ("parse", 18, 11, 0, 7), ("evidence", 11, 9, 0, 2),
+              ("read", 18, 18, 0, 0), ("parse", 18, 12, 0, 6), ("evidence", 12, 9, 0, 3),
               ("answers", 9, 9, 0, 0), ("segment", 9, 9, 0, 0), ("labels", 9, 9, 0, 0),
               ("dedup", 9, 9, 0, 0)]
   assert m["rejected_by_reason"] == {
-      "evidence/missing_evidence": 2, "parse/bad_Answer": 2, "parse/bad_EntityPages": 1,
-      "parse/bad_QuestionId": 1, "parse/bad_filename": 1, "parse/no_evidence_pages": 1,
+      "evidence/missing_evidence": 2, "evidence/path_outside_root": 1, "parse/bad_Answer": 2,
+      "parse/bad_EntityPages": 1, "parse/bad_QuestionId": 1, "parse/no_evidence_pages": 1,
       "parse/not_an_object": 1}
   assert m["input_count_exact"] is True
   manifest_schema.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   st = m["stages"]
   assert st["read"]["items"] == 10 + 3 + 1 and st["read"]["records"] == 18
   assert st["parse"]["duplicate_pages"] == 1  # q_b1's repeated search result
-  assert (st["parse"]["web_documents"], st["parse"]["wikipedia_documents"]) == (7, 4)
+  assert (st["parse"]["web_documents"], st["parse"]["wikipedia_documents"]) == (8, 4)
+  assert st["evidence"]["refused_pages"] == 1  # q_b3's ../secret.txt, never read
   # q_w1 2 pages, q_w2 1 (1 missing), q_w4 1, q_b1 2 (1 missing), q_b2 1, q_b3 1, q_t1 2.
   assert st["evidence"]["pages_read"] == 10
   assert st["evidence"]["missing_pages"] == 1 + 2 + 1
@@ -197,7 +199,7 @@ def test_dead_letters_name_stage_reason_question_and_file(job):
       ("parse", "not_an_object", f"{wiki}#4"), ("parse", "bad_QuestionId", f"{wiki}#5"),
       ("parse", "bad_Answer", f"{wiki}#6"), ("parse", "bad_EntityPages", f"{wiki}#7"),
       ("parse", "bad_Answer", f"{wiki}#8"), ("parse", "no_evidence_pages", f"{wiki}#9"),
-      ("parse", "bad_filename", f"{web}#2")])
+      ("evidence", "path_outside_root", f"{web}#2/q_b3--../secret.txt")])
   missing = {d["document_id"]: d for d in dead_letters(out) if d["stage"] == "evidence"}
   assert missing["q_b1--1/1_9.txt"]["missing"] == [os.path.join(
       os.path.dirname(os.path.dirname(web)), "evidence", "web", "1", "1_9.txt")]
@@ -411,8 +413,6 @@ def test_split_and_parse_units():
                                              "no_evidence_pages"),
                       (dict(WIKI_DEV[0], Question=""), "empty_question"),
                       (dict(WIKI_DEV[0], Answer={"Aliases": [" "]}), "empty_answer"),
-                      (dict(WIKI_DEV[0], EntityPages=[{"Filename": "/etc/passwd"}]),
-                       "bad_filename"),
                       (dict(WIKI_DEV[0], EntityPages=[{"Title": "x"}]), "bad_filename"),
                       (dict(WIKI_DEV[0], EntityPages=[page("A.txt", Title=3)]), "bad_title"),
                       (dict(WIKI_DEV[0], EntityPages=["A.txt"]), "bad_page")):

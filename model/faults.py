@@ -1,0 +1,209 @@
+"""How the model commands end on a signal or a full disk: one line, nothing half-done.
+
+:func:`command` wraps a command's ``main``:
+
+* SIGTERM raises :class:`Terminated` in the main thread (``finally`` blocks run as for Ctrl-C)
+  and ends the command with exit status 143; Ctrl-C (SIGINT) with 130;
+* a full disk (``ENOSPC`` / ``EDQUOT``, as Python's ``OSError`` or TensorFlow's
+  ``ResourceExhaustedError`` / ``UnknownError`` text "No space left on device") is one line
+  naming the path being written (exit 1);
+* in each case, and on any other failure, the cleanups registered with :func:`on_failure`
+  run first: the trainer removes its half-written checkpoint (``ckpt-*_temp`` dirs and the
+  files of a checkpoint newer than the ``checkpoint`` state) with
+  :func:`remove_checkpoint_temp`, ``model.predict`` / ``model.export`` their partial output.
+
+A later run is unaffected: the trainer also calls :func:`remove_checkpoint_temp` before it
+builds, and resumes from the last complete checkpoint.
+
+Test-only fault hook (as :mod:`pipelines.beam.faults` for the pipelines):
+``READTWICE_FAULT_AT=<phase>:<action>`` with action ``SIGTERM``, ``SIGINT`` (sent to this
+process once) or ``ENOSPC`` (raised); phases, where :func:`fault_point` is called: ``build``
+(model, data and checkpoint built, before the first step), ``train`` (after a train loop,
+before its log and checkpoint), ``checkpoint`` (a checkpoint's files written, the
+``checkpoint`` state not yet updated), ``predict`` (the predictions' temporary file written, not
+yet renamed), ``export`` (the SavedModel written, ``export.json`` not yet).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from typing import Callable, List, Optional
+
+import tensorflow as tf
+
+from schemas import cli
+
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+_FULL = (errno.ENOSPC, errno.EDQUOT)
+_FULL_TEXT = re.compile(r"(?:(\S+?)[;:] )?(No space left on device|Disk quota exceeded)")
+
+# Cleanups of the running command (most recent first when run); registered only while a
+# :func:`command` runs (the Python API leaves its failures to its caller).
+_CLEANUPS: List[Callable[[], None]] = []
+_ACTIVE = [0]
+
+
+class Terminated(BaseException):
+  """SIGTERM, raised in the main thread."""
+
+
+FAULT_ENV = "READTWICE_FAULT_AT"
+PHASES = ("build", "train", "checkpoint", "predict", "export")
+_FIRED = [False]
+
+
+def fault_point(phase: str, path: Optional[str] = None) -> None:
+  """Faults here if ``READTWICE_FAULT_AT`` names ``phase`` (see the module docstring); unset,
+  one dictionary lookup."""
+  spec = os.environ.get(FAULT_ENV)
+  if not spec:
+    return
+  want, _, action = spec.partition(":")
+  if want != phase:
+    return
+  if action == "ENOSPC":
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+  if _FIRED[0]:
+    return
+  _FIRED[0] = True
+  os.kill(os.getpid(), {"SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT}[action])
+  time.sleep(0.01)  # the handler raises at the next instruction
+
+
+def on_failure(cleanup: Callable[[], None]) -> Callable[[], None]:
+  """Registers ``cleanup`` to run if the command fails (signal, full disk, any error); returns
+  it (pass it to :func:`done` once what it cleans up is complete)."""
+  if _ACTIVE[0]:
+    _CLEANUPS.append(cleanup)
+  return cleanup
+
+
+def done(cleanup: Callable[[], None]) -> None:
+  """Unregisters ``cleanup`` (its output is complete)."""
+  if cleanup in _CLEANUPS:
+    _CLEANUPS.remove(cleanup)
+
+
+def _run_cleanups() -> None:
+  while _CLEANUPS:
+    cleanup = _CLEANUPS.pop()
+    try:
+      cleanup()
+    except Exception:  # pylint: disable=broad-except  (best effort; the first error is reported)
+      pass
+
+
+def full_disk_path(error: BaseException) -> Optional[str]:
+  """``""`` or the path for an error (or one in its chain) that is a full disk, else None."""
+  seen = set()
+  e: Optional[BaseException] = error
+  while e is not None and id(e) not in seen:
+    seen.add(id(e))
+    if isinstance(e, OSError) and e.errno in _FULL:
+      return e.filename or ""
+    if isinstance(e, tf.errors.OpError) or isinstance(e, OSError):
+      m = _FULL_TEXT.search(str(getattr(e, "message", e)))
+      if m:
+        return m.group(1) or ""
+    e = e.__cause__ or e.__context__
+  return None
+
+
+def _shown_path(path: str) -> str:
+  """A temporary file shown as what the user knows: the checkpoint, output file or SavedModel
+  dir being written."""
+  for pattern in (r"(.*/ckpt-\d+)_temp(?:/.*)?$", r"(.*)\.tmp-\d+$",
+                  r"(.*)/variables/variables_temp(?:/.*)?$"):
+    m = re.match(pattern, path)
+    if m:
+      return m.group(1)
+  return path
+
+
+def remove_checkpoint_temp(model_dir: str) -> List[str]:
+  """Deletes the half-written checkpoint state of ``model_dir`` (and of its ``best/``): the
+  ``ckpt-*_temp*`` dirs and files TensorFlow writes a checkpoint into, and the files of a
+  checkpoint newer than the one the ``checkpoint`` state names (written, never committed).
+  Returns what it deleted."""
+  removed = []
+  for d in (model_dir, os.path.join(model_dir, "best")):
+    if not tf.io.gfile.isdir(d):
+      continue
+    for path in tf.io.gfile.glob(os.path.join(d, "ckpt-*_temp*")):
+      if tf.io.gfile.isdir(path):
+        tf.io.gfile.rmtree(path)
+      else:
+        tf.io.gfile.remove(path)
+      removed.append(path)
+    latest = tf.train.latest_checkpoint(d)
+    last = int(latest.rsplit("-", 1)[1]) if latest else 0
+    for path in tf.io.gfile.glob(os.path.join(d, "ckpt-*.*")):
+      m = re.match(r"ckpt-(\d+)\.(index|data-\d+-of-\d+)$", os.path.basename(path))
+      if m and int(m.group(1)) > last:
+        tf.io.gfile.remove(path)
+        removed.append(path)
+  return removed
+
+
+def _fail(prog: str, message: str, status: int) -> int:
+  print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
+  return status
+
+
+def command(module: str, trains: bool = False) -> Callable:
+  """Decorates the ``main(argv=None) -> int`` of ``python -m <module>`` (see the module
+  docstring); ``trains``: a rerun resumes from the last checkpoint (said in the messages)."""
+  prog = cli.prog_of(module)
+  rerun = ("; a rerun resumes from the last checkpoint" if trains else "")
+
+  def wrap(main: Callable[..., int]) -> Callable[..., int]:
+    @functools.wraps(main)
+    def guarded(*args, **kwargs) -> int:
+      previous = None
+      if threading.current_thread() is threading.main_thread():
+        def handler(signum, frame):
+          del signum, frame
+          raise Terminated()
+        previous = signal.signal(signal.SIGTERM, handler)
+      _CLEANUPS.clear()
+      _ACTIVE[0] += 1
+      try:
+        status = main(*args, **kwargs)
+        if status:
+          _run_cleanups()
+        return status
+      except KeyboardInterrupt:
+        _run_cleanups()
+        return _fail(prog, f"interrupted (Ctrl-C); partial outputs were removed{rerun}",
+                     EXIT_SIGINT)
+      except Terminated:
+        _run_cleanups()
+        return _fail(prog, f"terminated (SIGTERM); partial outputs were removed{rerun}",
+                     EXIT_SIGTERM)
+      except SystemExit:
+        _run_cleanups()
+        raise
+      except Exception as e:  # pylint: disable=broad-except
+        _run_cleanups()
+        path = full_disk_path(e)
+        if path is None:
+          raise
+        where = f" writing {_shown_path(path)}" if path else ""
+        return _fail(prog, f"no space left on device{where}; partial outputs were removed: "
+                     f"free space and run the command again{rerun}", 1)
+      finally:
+        _ACTIVE[0] -= 1
+        _CLEANUPS.clear()
+        if previous is not None:
+          signal.signal(signal.SIGTERM, previous)
+    return guarded
+  return wrap
