@@ -18,3 +18,9 @@ from schemas import cli as _cli
 
 # The first ``import tensorflow`` (by any model module) hides TensorFlow's start-up banners.
 _cli.quiet_tensorflow_banners()
+
+# ``python -m model.<command>``: Ctrl-C or SIGTERM while TensorFlow loads is one line (the
+# command's own handlers, :mod:`model.faults`, take over when it runs); a library import keeps
+# the caller's handlers.
+if _cli.module_command("model") is not None:
+  _cli.exit_quietly_on_stop_signals(_cli.module_command("model"))

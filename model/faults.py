@@ -168,12 +168,14 @@ def command(module: str, trains: bool = False) -> Callable:
   def wrap(main: Callable[..., int]) -> Callable[..., int]:
     @functools.wraps(main)
     def guarded(*args, **kwargs) -> int:
-      previous = None
+      previous = previous_int = None
       if threading.current_thread() is threading.main_thread():
         def handler(signum, frame):
           del signum, frame
           raise Terminated()
         previous = signal.signal(signal.SIGTERM, handler)
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # Ctrl-C: KeyboardInterrupt
+          previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
       _CLEANUPS.clear()
       _ACTIVE[0] += 1
       try:
@@ -205,5 +207,7 @@ def command(module: str, trains: bool = False) -> Callable:
         _CLEANUPS.clear()
         if previous is not None:
           signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+          signal.signal(signal.SIGINT, previous_int)
     return guarded
   return wrap

@@ -12,6 +12,8 @@ import re
 import sys
 from typing import Optional
 
+from schemas import cli as schema_cli
+
 MARKER = "[readtwice user error] "
 _BEAM_SUFFIX = re.compile(r"( \[while running '[^']*'\])+$")  # Beam appends the step name
 
@@ -74,27 +76,8 @@ def is_disk_full(exc: BaseException) -> bool:
 
 def exit_quietly_on_stop_signals(prog: str) -> None:
   """Until a job's own handlers take over (:func:`pipelines.runner.run_main`): Ctrl-C or
-  SIGTERM while Python imports Beam and parses the flags is one line and exit status 130 / 143,
-  no traceback (nothing has been written yet).  A SIGINT that is ignored (a background job)
-  stays ignored.  Main thread only (elsewhere Python cannot set handlers)."""
-  import os  # pylint: disable=g-import-not-at-top
-  import signal  # pylint: disable=g-import-not-at-top
-
-  def stop(signum, frame):
-    del frame
-    what = "interrupted (SIGINT)" if signum == signal.SIGINT else "terminated (SIGTERM)"
-    try:
-      sys.stderr.write(f"{prog}: error: {what} before the job started; nothing was written\n")
-      sys.stderr.flush()
-    finally:
-      os._exit(128 + signum)  # pylint: disable=protected-access
-
-  try:
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-      signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-  except ValueError:  # not the main thread
-    pass
+  SIGTERM while Python imports Beam and parses the flags is one line (exit 130 / 143)."""
+  schema_cli.exit_quietly_on_stop_signals(prog, "before the job started")
 
 
 class _WorkerStderr:

@@ -345,6 +345,44 @@ def _add_with_default(add, *args, **kwargs):
   return add(*args, **kwargs)
 
 
+def exit_quietly_on_stop_signals(prog: str, when: str = "while starting") -> None:
+  """Until a command's own handlers take over: Ctrl-C or SIGTERM while Python imports the
+  command's libraries (TensorFlow takes ~5 s) and parses its flags is one line,
+  ``<prog>: error: interrupted (SIGINT) <when>; nothing was written``, and exit status 130 /
+  143, no traceback (nothing has been written yet).  A SIGINT that is ignored (a background
+  job) stays ignored.  Main thread only (elsewhere Python cannot set handlers)."""
+  import signal  # pylint: disable=g-import-not-at-top
+
+  def stop(signum, frame):
+    del frame
+    what = "interrupted (SIGINT)" if signum == signal.SIGINT else "terminated (SIGTERM)"
+    try:  # to the real stderr, also while TensorFlow's import has fd 2 captured
+      os.write(_real_stderr_fd[-1] if _real_stderr_fd else 2,
+               f"{prog}: error: {what} {when}; nothing was written\n".encode())
+    finally:
+      os._exit(128 + signum)  # pylint: disable=protected-access
+
+  stop.starting = True  # replaced by a command's own handlers when it runs
+  try:
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+      signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+  except ValueError:  # not the main thread
+    pass
+
+
+def module_command(package: str) -> Optional[str]:
+  """``python -m <module>`` when this process was started as ``python -m <module>`` for a
+  module of ``package`` (``model.predict``), else None: an import by a library user, a notebook
+  or a test runner (``python -m pytest``) is not that command."""
+  argv = list(getattr(sys, "orig_argv", []))
+  for i, word in enumerate(argv[:-1]):
+    if word == "-m":
+      module = argv[i + 1]
+      return prog_of(module) if module.split(".")[0] == package else None
+  return None
+
+
 class CommandError(Exception):
   """An unusable input or output, found by a command: one line, exit 1."""
 
@@ -359,8 +397,16 @@ def run_command(prog: str, body: Callable[[], Any],
   message print one ``<prog>: error: <message>`` line on stderr and return 1; anything else
   is a bug and propagates with its traceback.
   """
+  previous = _handle_stop_signals()
   try:
     result = body()
+  except (KeyboardInterrupt, Stopped) as e:
+    if previous is None:  # an outer wrapper (model.faults.command) handles stops
+      raise
+    what = ("terminated (SIGTERM)" if isinstance(e, Stopped) else "interrupted (SIGINT)")
+    print(f"{prog}: error: {what}; the command stopped before it finished", file=sys.stderr,
+          flush=True)
+    return 143 if isinstance(e, Stopped) else 130
   except Exception as e:  # pylint: disable=broad-except
     message = message_of(e) if message_of is not None else None
     if message is None and isinstance(e, (CommandError,) + tuple(user_errors)):
@@ -370,10 +416,45 @@ def run_command(prog: str, body: Callable[[], Any],
     message = " ".join(message.split("\n")[0].split()) or type(e).__name__
     print(f"{prog}: error: {message}", file=sys.stderr, flush=True)
     return EXIT_FAILURE
+  finally:
+    _restore_stop_signals(previous)
   if isinstance(result, dict):
     print(json.dumps(result, sort_keys=True), flush=True)
     return 0
   return int(result or 0)
+
+
+class Stopped(BaseException):
+  """SIGTERM, raised in the main thread while :func:`run_command` runs a command's body."""
+
+
+def _raise_stopped(signum, frame):
+  del signum, frame
+  raise Stopped()
+
+
+def _handle_stop_signals() -> Optional[Dict[int, Any]]:
+  """While a command runs: SIGTERM raises :class:`Stopped`, SIGINT ``KeyboardInterrupt`` (an
+  ignored SIGINT, as in a background job, stays ignored).  Returns the handlers to restore, or
+  None where a wrapper already turns stops into exceptions (or off the main thread)."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import threading  # pylint: disable=g-import-not-at-top
+  if threading.current_thread() is not threading.main_thread():
+    return None
+  current = signal.getsignal(signal.SIGTERM)
+  if current not in (signal.SIG_DFL, None) and not getattr(current, "starting", False):
+    return None
+  previous = {signal.SIGTERM: current}
+  signal.signal(signal.SIGTERM, _raise_stopped)
+  if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+  return previous
+
+
+def _restore_stop_signals(previous: Optional[Dict[int, Any]]) -> None:
+  import signal  # pylint: disable=g-import-not-at-top
+  for signum, handler in (previous or {}).items():
+    signal.signal(signum, handler)
 
 
 # --- TensorFlow's start-up banners --------------------------------------------------------
@@ -384,6 +465,10 @@ _BANNERS = re.compile(
     r"|^To enable the following instructions: .*rebuild TensorFlow"
     r"|^E\d{4} [\d:. ]+\d+ cuda_\w+\.cc:\d+\] Unable to register"
     r"|^Unable to register cu(DNN|FFT|BLAS) factory")
+
+
+# The real stderr's file descriptor while :func:`_filtered_stderr` captures fd 2.
+_real_stderr_fd: List[int] = []
 
 
 @contextlib.contextmanager
@@ -398,9 +483,11 @@ def _filtered_stderr():
     return
   with tempfile.TemporaryFile() as capture:
     os.dup2(capture.fileno(), 2)
+    _real_stderr_fd.append(saved)
     try:
       yield
     finally:
+      _real_stderr_fd.pop()
       sys.stderr.flush()
       os.dup2(saved, 2)
       os.close(saved)

@@ -6,10 +6,16 @@ parser is checked against the same rules in tests/test_cli_contract.py."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from schemas import cli
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _parser() -> cli.Parser:
@@ -100,3 +106,67 @@ def test_remote_paths_are_normalised():
 def test_io_must_be_a_known_role():
   with pytest.raises(ValueError, match="io='read'"):
     _parser().add_argument("--x", io="read", help="x")
+
+
+def _kill_self(signum):
+  def body():
+    os.kill(os.getpid(), signum)
+    raise AssertionError("the signal did not stop the command")
+  return body
+
+
+@pytest.mark.parametrize("signum, code, what", [
+    (signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted (SIGINT)")])
+def test_a_stop_signal_while_a_command_runs_is_one_line(capsys, signum, code, what):
+  before = signal.getsignal(signal.SIGTERM)
+  assert cli.run_command("python -m tool", _kill_self(signum)) == code
+  assert capsys.readouterr().err.splitlines() == [
+      f"python -m tool: error: {what}; the command stopped before it finished"]
+  assert signal.getsignal(signal.SIGTERM) is before  # handlers restored
+
+
+def test_an_outer_stop_handler_keeps_the_signal(capsys):
+  """A wrapper that already turns SIGTERM into an exception (model.faults.command, which
+  cleans up partial outputs) gets it: run_command does not swallow it."""
+  class Outer(BaseException):
+    pass
+
+  def outer(signum, frame):
+    raise Outer()
+
+  previous = signal.signal(signal.SIGTERM, outer)
+  try:
+    with pytest.raises(Outer):
+      cli.run_command("python -m tool", _kill_self(signal.SIGTERM))
+  finally:
+    signal.signal(signal.SIGTERM, previous)
+  assert capsys.readouterr().err == ""
+
+
+def test_module_command_is_only_the_packages_own_command(monkeypatch):
+  monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "model.predict", "--x"])
+  assert cli.module_command("model") == "python -m model.predict"
+  assert cli.module_command("pipelines") is None
+  monkeypatch.setattr(sys, "orig_argv", ["python", "-m", "pytest", "-q"])
+  assert cli.module_command("model") is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, code, what", [
+    (signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted (SIGINT)")])
+def test_a_stop_signal_while_tensorflow_loads_is_one_line(tmp_path, signum, code, what):
+  """``python -m model.<command>`` is stopped while it still imports TensorFlow (~5 s; the
+  signal comes at 1.5 s): one line, even though TensorFlow's import captures fd 2."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+  proc = subprocess.Popen([sys.executable, "-m", "model.predict", "--records_dir",
+                           str(tmp_path / "r"), "--model_dir", str(tmp_path / "m"),
+                           "--output", str(tmp_path / "p.json")],
+                          cwd=REPO, env=env, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+  time.sleep(1.5)
+  proc.send_signal(signum)
+  out, err = proc.communicate(timeout=120)
+  assert proc.returncode == code, err
+  assert err.splitlines() == [
+      f"python -m model.predict: error: {what} while starting; nothing was written"]
+  assert out == "" and os.listdir(tmp_path) == []
