@@ -38,6 +38,7 @@ import os
 import posixpath
 import re
 import shlex
+import stat
 import sys
 import tempfile
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type
@@ -255,10 +256,11 @@ class Parser(argparse.ArgumentParser):
     return found
 
   def check_outputs(self, args: argparse.Namespace) -> None:
-    """Refuses (one ``error:`` line, exit 1: an unusable output, before anything is read or
-    written) an output flag's path that is, contains or is inside an input flag's path."""
-    message = overlap(self.io_paths(args, WRITES),
-                      self.io_paths(args, READS) + self.io_paths(args, READS_GLOB))
+    """Refuses (one ``error:`` line, exit 1: an unusable output or input, before anything is
+    read or written) an output flag's path that is, contains or is inside an input flag's path,
+    and an input that is a FIFO, a device or a socket."""
+    inputs = self.io_paths(args, READS) + self.io_paths(args, READS_GLOB)
+    message = overlap(self.io_paths(args, WRITES), inputs) or not_regular(inputs)
     if message:
       self.exit(EXIT_FAILURE, f"{self.prog}: error: {message}\n")
 
@@ -319,6 +321,24 @@ def overlap(outputs: Sequence[Tuple[str, str]], inputs: Sequence[Tuple[str, str]
         continue
       return (f"{out_flag} {out} {relation}, which this command reads; write the output "
               "somewhere apart from the inputs")
+  return None
+
+
+def not_regular(inputs: Sequence[Tuple[str, str]]) -> Optional[str]:
+  """The one-line refusal for the first ``(flag, path)`` input that exists locally but is
+  neither a regular file nor a directory (a FIFO would block the read forever, ``/dev/zero``
+  would fill memory), or None."""
+  for flag, path in inputs:
+    if "://" in path:
+      continue
+    try:
+      mode = os.stat(path).st_mode
+    except OSError:  # missing or unreadable: the command says so in its own words
+      continue
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+      kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+              or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+      return f"{flag} {path} is {kind}, not a regular file or directory; give a file"
   return None
 
 

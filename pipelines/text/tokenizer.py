@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from schemas import vocabulary
+from schemas import safe_json, vocabulary
 
 SPECIAL_TOKENS = vocabulary.SPECIAL_TOKENS
 
@@ -63,7 +63,7 @@ class Tokenizer:
 
     vocab_bytes, merges_bytes, self.name = _load_files(spec)
     self.spec = spec
-    vocab = json.loads(vocab_bytes.decode("utf-8"))
+    vocab = safe_json.loads(vocab_bytes.decode("utf-8"), source=f"vocab {self.name}")
     merges = []
     for line in merges_bytes.decode("utf-8").splitlines():
       if line and not line.startswith("#version"):

@@ -170,3 +170,15 @@ def test_a_stop_signal_while_tensorflow_loads_is_one_line(tmp_path, signum, code
   assert err.splitlines() == [
       f"python -m model.predict: error: {what} while starting; nothing was written"]
   assert out == "" and os.listdir(tmp_path) == []
+
+
+def test_an_input_that_is_a_fifo_or_a_device_is_refused(tmp_path, capsys):
+  fifo = tmp_path / "pipe"
+  os.mkfifo(fifo)
+  code, err = _refusal(capsys, ["--input", f"{tmp_path}/p*", "--output_dir", str(tmp_path / "o")])
+  assert (code, err) == (1, [f"python -m tool: error: --input {fifo} is a FIFO, not a regular "
+                             "file or directory; give a file"])
+  code, err = _refusal(capsys, ["--input", "a", "--model_dir", "/dev/zero", "--output_dir",
+                                str(tmp_path / "o")])
+  assert (code, err) == (1, ["python -m tool: error: --model_dir /dev/zero is a device, not a "
+                             "regular file or directory; give a file"])
