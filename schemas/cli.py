@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import errno
 import importlib.abc
 import importlib.util
 import glob
@@ -429,6 +430,9 @@ def run_command(prog: str, body: Callable[[], Any],
     return 143 if isinstance(e, Stopped) else 130
   except Exception as e:  # pylint: disable=broad-except
     message = message_of(e) if message_of is not None else None
+    if message is None and isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+      message = (f"no space left on device writing {e.filename or 'the output'}; free space "
+                 "and rerun")
     if message is None and isinstance(e, (CommandError,) + tuple(user_errors)):
       message = str(e)
     if message is None:

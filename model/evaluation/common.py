@@ -75,14 +75,22 @@ def load_json(path: str, role: str) -> Any:
 
 
 def write_text(path: str, text: str) -> None:
-  """Writes `text` (UTF-8) to `path`, replacing it.
+  """Writes `text` (UTF-8) to `path`, replacing it whole: a local file is written beside it
+  and renamed over it, so a full disk or a signal leaves the old file (or none), never half
+  of the new one.
 
   Raises:
     OSError: The file cannot be written.
   """
   if not is_url(path):
-    with open(path, 'w', encoding='utf-8') as f:
-      f.write(text)
+    tmp = f'{path}.tmp-{os.getpid()}'
+    try:
+      with open(tmp, 'w', encoding='utf-8') as f:
+        f.write(text)
+      os.replace(tmp, path)
+    finally:
+      if os.path.exists(tmp):
+        os.remove(tmp)
     return
   tf = _gfile()
   try:

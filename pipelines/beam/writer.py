@@ -193,6 +193,11 @@ def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequenc
   delete_tmp(output_dir)
   found = [m.path for pattern in tuple(OUTPUT_PATTERNS) + tuple(extra_patterns)
            for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
+  if found and overwrite and "://" not in output_dir and os.path.islink(
+      output_dir.rstrip(os.sep) or os.sep):
+    raise FileExistsError(
+        f"{output_dir} is a symlink (to {os.path.realpath(output_dir)}); --overwrite never "
+        "deletes through a symlink: give the real path as --output_dir")
   if found and overwrite and not is_own_output_dir(output_dir):
     raise FileExistsError(
         f"{output_dir} holds files named like a job's output (e.g. {found[0]}) but no job of "

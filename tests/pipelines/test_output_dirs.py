@@ -513,6 +513,11 @@ def test_overwrite_deletes_only_in_a_dir_a_job_wrote(tmp_path):
   (old / "COMPLETED").write_text("")  # now marked: replaced again without a manifest
   writer.prepare_output_dir(str(old), overwrite=True, job="hotpotqa")
   assert sorted(os.listdir(old)) == [writer.OWNER_FILE, "notes.txt"]
+  (old / "COMPLETED").write_text("")
+  os.symlink(old, tmp_path / "link")  # the same dir through a link: never deleted through it
+  with pytest.raises(FileExistsError, match="never deletes through a symlink"):
+    writer.prepare_output_dir(str(tmp_path / "link"), overwrite=True, job="hotpotqa")
+  (old / "COMPLETED").unlink()
   writer.remove_if_empty(str(old), existed=False)  # the mark alone does not keep a dir
   assert old.exists()
   os.remove(old / "notes.txt")

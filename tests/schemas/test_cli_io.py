@@ -5,6 +5,7 @@ parser is checked against the same rules in tests/test_cli_contract.py."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -182,3 +183,12 @@ def test_an_input_that_is_a_fifo_or_a_device_is_refused(tmp_path, capsys):
                                 str(tmp_path / "o")])
   assert (code, err) == (1, ["python -m tool: error: --model_dir /dev/zero is a device, not a "
                              "regular file or directory; give a file"])
+
+
+def test_a_full_disk_in_a_command_is_one_line(capsys):
+  def body():
+    raise OSError(errno.ENOSPC, "No space left on device", "/data/out.json")
+  assert cli.run_command("python -m tool", body) == 1
+  assert capsys.readouterr().err.splitlines() == [
+      "python -m tool: error: no space left on device writing /data/out.json; free space and "
+      "rerun"]
