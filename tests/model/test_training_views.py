@@ -41,10 +41,10 @@ def qa(tmp_path_factory):
   return records, hotpot_gold(records, str(tmp / "gold.json"))
 
 
-def _argv(qa, model_dir, steps, *extra):
+def _argv(qa, model_dir, steps, *extra, learning_rate="3e-3"):
   records, _ = qa
   return ["--task", "hotpotqa", "--records_dir", records, "--model_dir", model_dir,
-          "--preset", "tiny", "--steps", str(steps), "--learning_rate", "3e-3",
+          "--preset", "tiny", "--steps", str(steps), "--learning_rate", learning_rate,
           "--log_every", "1", "--checkpoint_every", "3", *extra]
 
 
@@ -161,7 +161,7 @@ def test_changed_steps_on_resume_is_refused_unless_allowed(qa, tmp_path, capsys)
   with open(os.path.join(model_dir, "config.json")) as f:
     saved = f.read()
   # 10% warm-up: round(0.3) = 0 steps of 3, round(0.6) = 1 of 6.
-  assert finetune.main(_argv(qa, model_dir, 6, "--learning_rate", "1e-3")) == 1
+  assert finetune.main(_argv(qa, model_dir, 6, learning_rate="1e-3")) == 1
   out = capsys.readouterr()
   assert out.err.splitlines() == [
       f"python -m model.finetune: error: {model_dir} was trained with another schedule: "
