@@ -1,15 +1,15 @@
 # `make demo` and `make test` set up everything they need on a fresh machine (Python 3.11):
 # a virtualenv in .venv with this package (editable) and the pinned requirements -- for `make
-# demo` requirements.txt only (what the project runs on); `make test` adds requirements-test.txt
-# (pytest, ruff, torch + transformers for the RoBERTa parity test).  Two stamps, so `make demo`
-# then `make test` installs only the difference.
+# demo` requirements.txt only (what the project runs on); `make test` and `make test-fast` add
+# requirements-test.txt (pytest, ruff, PyYAML).  Two stamps, so `make demo` then `make test-fast`
+# installs only the difference.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo demo-memory demo-memory-book test benchmark clean
+.PHONY: demo demo-memory demo-memory-book test test-fast benchmark clean
 
 $(STAMP): requirements.txt setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,9 +35,15 @@ demo-memory-book: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m benchmarks.memory_gap --out_dir demo_output/memory_gap_book \
 	    --sub_document_segments 3
 
+# Every test (~40 minutes on 2 cores): what CI (.ci/run) runs.
 test: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q
+
+# While working: lint + the tests not marked slow (each < 2 s).
+test-fast: $(TEST_STAMP)
+	$(VENV)/bin/ruff check .
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m pytest -q -m "not slow"
 
 benchmark: $(STAMP)
 	$(PY) -m benchmarks.hotpotqa_throughput

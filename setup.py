@@ -51,7 +51,8 @@ GPU = ["tensorflow[and-cuda]>=2.21,<2.22"]  # CUDA/cuDNN as nvidia-* wheels; hos
 # requires libtpu~=0.0.14 (any 0.0.x >= 0.0.14): held at the release it was built with, as
 # deploy/trainer/install.sh does.
 TPU = ["tensorflow-tpu>=2.20,<2.21", "libtpu>=0.0.14,<0.0.15"]
-# Only for the RoBERTa parity test (model.roberta reads checkpoints without torch).
+# Only to regenerate the RoBERTa parity test's committed reference
+# (`python -m tests.model.make_roberta_reference`); the tests and model.roberta need no torch.
 ROBERTA_TEST = ["torch==2.13.0", "transformers==5.23.0"]
 
 setup(

@@ -16,7 +16,9 @@ stdout and, when `--output` is given, also writes it to that file.
 
 Paths may be local or `tf.io.gfile` URLs (`gs://...`); TensorFlow is only
 imported for the latter. Python API: `run` (files), `score` (an in-memory
-predictions object, e.g. for periodic dev evaluation during training).
+predictions object, e.g. for periodic dev evaluation during training),
+`records_options` (the options a records dir implies: NarrativeQA's split;
+`model.finetune` and `model.predict --gold` score with them) and `check_gold`.
 
 The tasks, their gold files, metrics, flags and warnings come from the
 registry of `model.tasks` (one module per task).
@@ -80,6 +82,8 @@ def _score(task: str, predictions: Any, predictions_source: str, gold_path: str,
     return spec.evaluate(predictions, gold, **options)
   except spec.unavailable_errors as e:
     raise EvaluationError(str(e)) from e
+  except ValueError as e:  # e.g. NarrativeQA: no row of the --split in the gold file
+    raise EvaluationError(f'gold file {gold_path}: {e}') from e
 
 
 def score(task: str, predictions: Any, gold_path: str,
@@ -102,6 +106,45 @@ def score(task: str, predictions: Any, gold_path: str,
     EvaluationError: On unknown task, unreadable or malformed input.
   """
   return _score(task, predictions, 'predictions', gold_path, task_options)
+
+
+def records_options(task: str, manifest: Mapping[str, Any],
+                    records_dir: str) -> Dict[str, Any]:
+  """The options this command's flags must give to score the predictions of a records dir.
+
+  What the records imply (`model.tasks.Task.records_options`): NarrativeQA's `split` (the
+  pipeline's `--split`, read from the manifest), so that `model.finetune`'s dev metrics and
+  `model.predict --gold` score exactly the rows `model.evaluate --split` scores.
+
+  Args:
+    task: A registered task name.
+    manifest: The records dir's parsed `manifest.json`.
+    records_dir: The records dir, for messages.
+
+  Returns:
+    Keyword options of the task's `evaluate`.
+
+  Raises:
+    EvaluationError: On unknown task, or a manifest that lacks what is needed (one line).
+  """
+  spec = _check_task(task)
+  try:
+    return spec.records_options(manifest, records_dir)
+  except ValueError as e:
+    raise EvaluationError(str(e)) from e
+
+
+def check_gold(task: str, gold_path: str, **task_options: Any) -> None:
+  """Reads, validates and scores an empty prediction object against `gold_path` (with the
+  options scoring will use), so that a wrong gold file or split fails before any prediction,
+  e.g. at the start of fine-tuning instead of at its first dev evaluation.
+
+  Raises:
+    EvaluationError: On unknown task, unreadable or malformed gold file, or options that
+      select nothing in it (e.g. a NarrativeQA split without rows).
+  """
+  spec = _check_task(task)
+  _score(task, spec.empty_predictions(), 'predictions', gold_path, task_options)
 
 
 def run(task: str, predictions_path: str, gold_path: str,

@@ -194,6 +194,11 @@ def command(module: str, trains: bool = False) -> Callable:
       except SystemExit:
         _run_cleanups()
         raise
+      except BrokenPipeError:  # the output's reader went away (``| head -1``): quiet, exit 1
+        _run_cleanups()
+        if not cli.output_closed():  # another pipe's: an error, as before
+          raise
+        return cli.closed_pipe()
       except Exception as e:  # pylint: disable=broad-except
         _run_cleanups()
         path = full_disk_path(e)

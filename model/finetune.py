@@ -1,4 +1,5 @@
-"""Fine-tuning on a QA task with dev evaluation by the official metrics and early stopping.
+"""Fine-tuning on a QA task with dev evaluation by the official metrics (early stopping on
+request).
 
 CLI::
 
@@ -6,17 +7,21 @@ CLI::
       --model_dir M \
       [--dev_records_dir DD --gold GOLD] [--init_checkpoint PRETRAINED | --init_roberta HF_DIR] \
       [--preset ...] [--epochs 6] [--learning_rate 3e-5] [--warmup_fraction 0.1] \
-      [--optimizer adamw] [--eval_every N] [--patience 2] [--strategy cpu|mirrored|tpu] ...
+      [--optimizer adamw] [--eval_every N] [--patience N] [--strategy cpu|mirrored|tpu] ...
 
 The paper's fine-tuning settings are the defaults: AdamW, 6 epochs, 10% linear warm-up then
 linear decay, learning rate chosen from {5e-6, 1e-5, 3e-5} on the dev set (``--learning_rate``;
-3e-5 by default), early stopping on the dev metric.  With ``--dev_records_dir`` (the dev
+3e-5 by default); its early stopping on the dev metric is ``--patience N`` (without it a run
+trains exactly its ``--steps`` / ``--epochs``).  With ``--dev_records_dir`` (the dev
 split's pipeline output) and ``--gold`` (the official dev file) the model is evaluated once per
 epoch (``--eval_every`` steps), with the same decoding as ``model.predict`` and the official
 metrics of ``model.evaluate``; every evaluation's metrics go to TensorBoard's ``eval`` run
 (``<model_dir>/tb/eval``, beside the training run ``tb/train``); the best model is kept in
-``<model_dir>/best`` (predict with ``--model_dir <model_dir>/best``), and training stops after
-``--patience`` evaluations without improvement.  ``--init_checkpoint`` takes a pretraining model
+``<model_dir>/best`` (predict with ``--model_dir <model_dir>/best``), and with ``--patience N``
+training stops after N evaluations without improvement (one ``stopped early at step S of T:
+...`` line on stderr; ``stopped_early``, ``stop_reason`` and ``best_step`` in the summary).  A
+rerun of a finished run (all its steps, or stopped early) trains nothing: one ``<model_dir>
+already finished at step N (...)`` line, exit 0.  ``--init_checkpoint`` takes a pretraining model
 dir (its config.json gives the architecture) or checkpoint; a run that finds its own checkpoint
 in ``--model_dir`` resumes (with the schedule it started with: a changed ``--steps`` /
 ``--epochs`` / ``--learning_rate`` / ... is an error unless ``--allow_schedule_change``).
@@ -43,17 +48,41 @@ from schemas import cli
 PAPER_LEARNING_RATES = (5e-6, 1e-5, 3e-5)
 
 
+def dev_options(task: str, dev_dir: str) -> dict:
+  """The ``model.evaluate`` options of the dev evaluation: those the dev records imply
+  (:func:`model.evaluate.records_options`: NarrativeQA's split, read from their manifest) and
+  the task's ``dev_options`` (NarrativeQA leaves out METEOR, which needs Java) -- for
+  NarrativeQA dev records of ``--split valid``, ``{"split": "valid", "meteor": False}``, what
+  ``model.evaluate --split valid --nometeor`` scores with."""
+  from model import input as input_lib  # pylint: disable=g-import-not-at-top
+
+  manifest = input_lib.read_manifest(dev_dir)
+  return {**evaluate_lib.records_options(task, manifest, dev_dir), **tasks.get(task).dev_options}
+
+
 def dev_evaluation(task: str, dev_dir: str, dev_gold: str, reduction: str = "max",
                    max_packs=None, memory_scope: str = "sub_document"):
-  """``fn(model) -> metrics``: predicts ``dev_dir`` and scores it against ``dev_gold`` (with the
-  task's ``dev_options``: NarrativeQA leaves out METEOR, which needs Java)."""
-  options = dict(tasks.get(task).dev_options)
+  """``fn(model) -> metrics``: predicts ``dev_dir`` (as ``model.predict``) and scores the
+  predictions against ``dev_gold`` exactly as ``python -m model.evaluate`` scores them: the same
+  function (:func:`model.evaluate.score`) with the options its flags would give
+  (:func:`dev_options`, and the predictions' own, e.g. TriviaQA keys per page).  The gold file
+  is read and checked with those options at once (EvaluationError), before any training; the
+  evaluate warnings (gold entries without a prediction, unknown ids) go to stderr, each kind
+  the first time it appears.  The metrics are the numeric entries of ``model.evaluate``'s."""
+  options = dev_options(task, dev_dir)
+  evaluate_lib.check_gold(task, dev_gold, **options)
+  warned = set()
 
   def evaluate(model):
     predictions = predict_lib.predict_with_model(model, dev_dir, task=task, reduction=reduction,
                                                  max_packs=max_packs, memory_scope=memory_scope)
     metrics = evaluate_lib.score(task, predictions, dev_gold, **options,
                                  **predict_lib.score_options(task, predictions))
+    for kind, warning in (("missing", evaluate_lib.missing_warning(task, metrics)),
+                          ("unknown", evaluate_lib.unknown_warning(task, metrics))):
+      if warning and kind not in warned:
+        warned.add(kind)
+        print(f"{warning} (dev evaluation of {dev_dir})", file=sys.stderr, flush=True)
     return {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
   return evaluate
 
@@ -91,8 +120,10 @@ def build_parser() -> cli.Parser:
                  help="the official gold file of the dev split (as model.evaluate)")
   g.add_argument("--eval_every", type=int, default=None,
                  help="evaluate every this many steps (default: once per epoch)")
-  g.add_argument("--patience", type=int, default=2,
-                 help="stop after this many evaluations without improvement (0: never stop)")
+  g.add_argument("--patience", type=int, default=None,
+                 help="early stopping: stop after this many dev evaluations without improvement "
+                      "of --best_metric (default, or 0: no early stopping; the run trains all "
+                      "its --steps / --epochs)")
   g.add_argument("--best_metric", default=None,
                  help="dev metric that selects the best model (default: f1, NarrativeQA "
                       "rouge_l)")
@@ -114,8 +145,10 @@ def main(argv=None) -> int:
     p.error("--eval_every needs --dev_records_dir and --gold")
   if args.steps is None and not args.epochs > 0:
     p.error(f"--epochs must be > 0, got {args.epochs}")
-  if args.patience < 0:
+  if args.patience is not None and args.patience < 0:
     p.error(f"--patience must be >= 0, got {args.patience}")
+  if args.patience and not args.dev_records_dir:
+    p.error("--patience needs --dev_records_dir and --gold (it stops on the dev metric)")
   if args.book_memory_refresh < 1:
     p.error(f"--book_memory_refresh must be >= 1, got {args.book_memory_refresh}")
   try:

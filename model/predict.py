@@ -28,6 +28,7 @@ Python API: :func:`predict` (loads the model from ``model_dir``) and :func:`pred
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -40,6 +41,7 @@ from model import faults
 from model import book_memory
 from model import decoding
 from model import input as input_lib
+from model import progress as progress_lib
 from model import readtwice
 from model import tasks
 from model import trainer as trainer_lib
@@ -110,7 +112,8 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
                        per_document: Optional[bool] = None, top_k: int = 20,
                        max_answer_tokens: int = 30, sp_threshold: float = 0.5,
                        max_packs: Optional[int] = None,
-                       memory_scope: str = "sub_document") -> Dict:
+                       memory_scope: str = "sub_document",
+                       progress: Optional[progress_lib.Progress] = None) -> Dict:
   """Predicts the questions of ``records_dir`` with an already built (restored) ``model``.
 
   Returns the prediction object of the task (:meth:`model.tasks.Task.predictions`), ready for
@@ -121,7 +124,8 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
   read).  The traced forward pass is cached per model, so periodic calls during training do not
   retrace.  ``memory_scope="book"``: every segment reads the memories of its whole book, across
   sub-documents and packs (:mod:`model.book_memory`; two passes over the packs of the books
-  that span several packs).
+  that span several packs).  ``progress`` (a started :class:`model.progress.Progress`, as
+  ``model.predict`` passes): its count of packs is set and advanced here.
   """
   if memory_scope not in book_memory.MEMORY_SCOPES:
     raise ValueError(f"memory_scope must be one of {book_memory.MEMORY_SCOPES}, got "
@@ -162,17 +166,27 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
       dataset = dataset.take(max_packs)
     return dataset
 
+  if progress is not None:
+    total = (manifest.get("examples") or {}).get("packs")
+    total = total if isinstance(total, int) and total > 0 else None
+    progress.total = min(total, max_packs) if total and max_packs else (total or max_packs)
   scope = None
   if book:
+    if progress is not None:
+      progress.set_phase("reading the book memories (pass 1 of 2)")
     scope = book_memory.BookMemory(
         lambda: ({k: v.numpy() for k, v in f.items()} for f in packs()),
         int(manifest["config"]["max_segments_per_document"]), model.config.hidden_size)
     scope.fill(model)
-  for features in packs():
+  for i, features in enumerate(packs()):
+    if progress is not None and i == 0:
+      progress.set_phase("compiling the model for the first pack")
     arrays = {k: v.numpy() for k, v in features.items()}
     inputs = scope.pack_inputs(features, arrays) if scope else features
     outputs = forward(readtwice.model_inputs(inputs))
     decoder.add_pack(arrays, {k: v.numpy() for k, v in outputs.items()})
+    if progress is not None:
+      progress.update(i + 1)
   preds = tasks.get(task).predictions(decoder, per_document)
   if decoder.unmapped_candidates:  # offsets outside the side file's text: wrong records_dir?
     print(f"warning: {decoder.unmapped_candidates} span candidates could not be mapped to a "
@@ -185,25 +199,31 @@ def predict(records_dir: str, model_dir: str, output: Optional[str] = None, top_
             max_answer_tokens: int = 30, sp_threshold: float = 0.5,
             checkpoint: Optional[str] = None, *, task: Optional[str] = None,
             reduction: str = "max", per_document: Optional[bool] = None,
-            memory_scope: str = "sub_document") -> Dict:
+            memory_scope: str = "sub_document", progress: bool = False) -> Dict:
   """Predicts every question in ``records_dir``; writes JSON to ``output`` if given.
 
   Loads the model from ``model_dir`` (``config.json`` + the latest, or the given, checkpoint)
   and runs :func:`predict_with_model` (``task`` / ``per_document``: None follows the records).
   Every path may be a ``tf.io.gfile`` path (local, ``gs://``, ``ram://``).  Returns the
-  prediction object of the task (:meth:`model.tasks.Task.predictions`).
+  prediction object of the task (:meth:`model.tasks.Task.predictions`).  ``progress``: print
+  time-based ``progress: predicting d/t packs, rate, ETA`` lines on stdout (as
+  ``model.predict`` does; :mod:`model.progress`).
   """
   manifest = input_lib.read_manifest(records_dir)  # before the model is loaded
-  model, _ = load_model(model_dir, checkpoint)
-  try:
-    trainer_lib.check_compatible(model.config, manifest)
-  except training_data.TrainingError as e:
-    raise PredictError(f"--model_dir {model_dir} does not fit --records_dir {records_dir}: "
-                       f"{e}") from None
-  preds = predict_with_model(model, records_dir, task=task, reduction=reduction,
-                             per_document=per_document, top_k=top_k,
-                             max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
-                             memory_scope=memory_scope)
+  with (progress_lib.Progress(None, unit="packs", what="predicting") if progress
+        else contextlib.nullcontext()) as meter:
+    if meter is not None:
+      meter.set_phase("loading the model")
+    model, _ = load_model(model_dir, checkpoint)
+    try:
+      trainer_lib.check_compatible(model.config, manifest)
+    except training_data.TrainingError as e:
+      raise PredictError(f"--model_dir {model_dir} does not fit --records_dir {records_dir}: "
+                         f"{e}") from None
+    preds = predict_with_model(model, records_dir, task=task, reduction=reduction,
+                               per_document=per_document, top_k=top_k,
+                               max_answer_tokens=max_answer_tokens, sp_threshold=sp_threshold,
+                               memory_scope=memory_scope, progress=meter)
   if output:
     write_json_atomically(output, preds)
   return preds
@@ -264,7 +284,8 @@ def build_parser() -> cli.Parser:
                       "predicted")
   p.add_argument("--gold", default=None, io=cli.READS,
                  help="official gold file: also score the predictions with the same code as "
-                 "`python -m model.evaluate` and print the metrics as the last line")
+                 "`python -m model.evaluate` and print the metrics as the last line "
+                 "(NarrativeQA: the rows of the records' split, as its --split)")
   return p
 
 
@@ -280,16 +301,25 @@ def main(argv=None) -> int:
   from model import evaluate  # pylint: disable=g-import-not-at-top
 
   def body():
+    # A gold file is scored with the options the records imply (NarrativeQA's split, from the
+    # manifest), as `model.evaluate --split` and model.finetune's dev metrics: checked first.
+    gold_options = {}
+    if args.gold:
+      manifest = input_lib.read_manifest(args.records_dir)
+      if tasks.task_name(manifest) in tasks.names():  # else predict() says what is wrong
+        gold_options = evaluate.records_options(tasks.task_name(manifest), manifest,
+                                                args.records_dir)
     preds = predict(args.records_dir, args.model_dir, args.output, args.top_k,
                     args.max_answer_tokens, args.sp_threshold, args.checkpoint, task=args.task,
                     reduction=args.reduction, per_document=args.per_document,
-                    memory_scope=args.memory_scope)
+                    memory_scope=args.memory_scope, progress=True)
     task = tasks.task_name(input_lib.read_manifest(args.records_dir))
     count = tasks.get(task).count(preds)
     print(json.dumps({"output": args.output, "task": task, "reduction": args.reduction,
                       "predictions": count}), flush=True)
     if args.gold:
-      metrics = evaluate.run(task, args.output, args.gold, **score_options(task, preds))
+      metrics = evaluate.run(task, args.output, args.gold, **gold_options,
+                             **score_options(task, preds))
       evaluate.print_warnings(task, metrics)
       return metrics
     return None

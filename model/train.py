@@ -13,8 +13,10 @@ e.g. ``--preset tiny --steps 120 --learning_rate 2e-3 --warmup_fraction 0.08`` (
 trainer flag defaults to the matching :class:`model.configs.TrainConfig` field (the values shown);
 invalid values (e.g. ``--steps 0``) print the usage and one ``error: ...`` line on stderr and
 exit with status 2.  It
-prints one JSON line per step (``{"step", "loss", ...}``) and a final JSON summary line
-(``{"summary": true, "first_loss", "last_loss", ...}``).  Writes ``<model_dir>/config.json``,
+prints one JSON line per step (``{"step", "loss", ...}``), a plain-text ``progress: step s/t,
+loss, steps/s, ETA`` line at least every 15 s (:mod:`model.progress`) and a final JSON summary
+line (``{"summary": true, "first_loss", "last_loss", ...}``); a model dir that already trained
+all its steps trains nothing (one ``... already finished at step N ...`` line, exit 0).  Writes ``<model_dir>/config.json``,
 checkpoints (``tf.train.CheckpointManager``, prefix ``ckpt``) and TensorBoard summaries under
 ``<model_dir>/tb``.  A model dir with checkpoints is resumed (one ``resuming from ...`` line);
 resuming with another schedule (``--steps``, ``--warmup_fraction``, ``--learning_rate``, ...)

@@ -29,18 +29,29 @@
   ``model.finetune`` refuse unless ``--allow_schedule_change``.
 * **Logs**: a Keras ``Progbar`` on an interactive terminal, else one JSON line per
   ``log_every`` steps; ``<model_dir>/metrics.json`` and the returned summary at the end.
+  Besides, a time-based ``progress: step s/t, loss, steps/s, ETA`` line (:mod:`model.progress`)
+  at least every 15 s on stdout, also while the model is built, the first step is compiled
+  or the dev set is evaluated.
 * **TensorBoard**: two runs under ``<model_dir>/tb``: ``train/`` (every loss head, learning
   rate, segments/s, memory no-op rate, MLM accuracy on all / entity tokens, every
   ``log_every`` steps) and ``eval/`` (every metric of every evaluation, at its step), with
   shared tags where a dev metric measures what a training scalar does (``loss/mlm``,
   ``mlm/accuracy``, ``memory/noop_rate``, ...) so both runs share a chart; dev-only metrics are
-  ``eval/<name>`` (``eval/f1``, ``eval/em``, ``eval/rouge_l``, ...).  A model dir of the older
+  ``eval/<name>`` (``eval/f1``, ``eval/em``, ``eval/rouge_l``, ...).  The last step of a run
+  is always logged (also a run that stops early before its first ``log_every`` step).  A model dir of the older
   flat layout (event files directly in ``tb/``) has them moved into ``tb/train/`` when it
   resumes, so its training curves continue in one run.
 * **Evaluation**: an optional ``evaluate(model) -> metrics`` callback every ``eval_every``
   steps (and at the end); with a ``best_metric`` the best model is kept in
-  ``<model_dir>/best`` (config.json + checkpoint) and training stops after ``patience``
-  evaluations without improvement.
+  ``<model_dir>/best`` (config.json + checkpoint); only with a ``patience`` does training
+  stop early, after ``patience`` evaluations without improvement: one ``stopped early at step
+  S of T: no improvement of <metric> for N evaluations (best B at step S')`` line on stderr,
+  and ``stopped_early`` / ``stop_reason`` / ``best_step`` in the summary.
+* **Finished runs**: a run whose model dir already reached ``steps`` (or stopped early, and
+  ``steps`` was not raised) trains no step: one ``<model_dir> already finished at step N
+  (...)`` line on stderr, and the summary is the one of ``metrics.json`` with
+  ``already_finished: true``.  An interrupted run (its last checkpoint before ``steps``)
+  resumes.
 """
 
 from __future__ import annotations
@@ -60,11 +71,13 @@ from model import book_memory
 from model import configs as configs_lib
 from model import losses as losses_lib
 from model import optimization
+from model import progress as progress_lib
 from model import readtwice
 from model import strategies
 from model.objectives import Task
 from model.training_data import (GeneratedPacks, TrainingError, read_manifests,
                                  records_dataset)
+from schemas import safe_json
 
 
 # The TrainConfig fields that define the learning-rate schedule and the update rule: a resumed
@@ -72,6 +85,7 @@ from model.training_data import (GeneratedPacks, TrainingError, read_manifests,
 SCHEDULE_FIELDS = ("steps", "warmup_steps", "learning_rate", "end_learning_rate_fraction",
                    "optimizer")
 TB_DIR = "tb"
+METRICS_FILE = "metrics.json"
 
 
 @dataclasses.dataclass
@@ -371,91 +385,187 @@ class Trainer:
         self.stale.assign_add(1)
     return record
 
+  def _best_step(self) -> Optional[int]:
+    """The step of the model kept in ``<model_dir>/best`` (None: none kept)."""
+    best_dir = os.path.join(self.model_dir, "best")
+    if not tf.io.gfile.isdir(best_dir):
+      return None
+    return checkpoint_step(tf.train.latest_checkpoint(best_dir))
+
+  def finished(self) -> Optional[Dict]:
+    """The summary of a model dir that already finished, else None (see the module
+    docstring); a finished run prints its one line on stderr."""
+    if not tf.io.gfile.isdir(self.model_dir):
+      return None
+    latest = tf.train.latest_checkpoint(self.model_dir)
+    step = checkpoint_step(latest)
+    if step is None:
+      return None
+    saved = read_metrics(self.model_dir)
+    if saved is not None and saved.get("steps") != step:
+      saved = None  # written by an earlier part of the run, before it was resumed
+    if step >= self.tc.steps:
+      why = f"it trained all its {step} steps"
+    elif saved and saved.get("stopped_early") and self.tc.steps <= int(
+        saved.get("planned_steps") or self.tc.steps):
+      why = f"it stopped early: {saved.get('stop_reason') or 'no improvement on dev'}"
+    else:
+      return None
+    summary = dict(saved) if saved else {
+        "summary": True, "task": self.task.name, "steps": step, "checkpoint": latest,
+        "model_dir": self.model_dir}
+    summary.setdefault("losses", [])
+    summary["already_finished"] = True
+    print(f"{self.model_dir} already finished at step {step} ({why}); nothing to do: use a new "
+          "--model_dir, or raise --steps to train on", file=sys.stderr, flush=True)
+    return summary
+
   def run(self) -> Dict:
     """Trains (or resumes) to ``train_config.steps``; returns the summary (also written to
-    ``<model_dir>/metrics.json``)."""
+    ``<model_dir>/metrics.json``).  A finished model dir trains no step (:meth:`finished`)."""
+    finished = self.finished()
+    if finished is not None:
+      return finished
+    with progress_lib.Progress(self.tc.steps) as progress:
+      return self._run(progress)
+
+  def _write_scalars(self, writer, step: int, metrics: Mapping) -> None:
+    with writer.as_default(step=step):
+      for k, v in metrics.items():
+        if isinstance(v, float) and k != "step":
+          tf.summary.scalar(_summary_name(k), v)
+
+  def _run(self, progress: progress_lib.Progress) -> Dict:
     from model import faults  # pylint: disable=g-import-not-at-top
+    progress.set_phase("building the model, the optimizer and the input pipeline")
     self._build()
     faults.fault_point("build", self.model_dir)
     log = self.log_fn or self._default_log_fn()
+
+    def show(record):
+      with progress.lock:  # not interleaved with a progress line
+        log(record)
+      progress.output_shown()
+
     train_loop = self._train_loop_fn()
     writer, eval_writer = self._writers()
     tc = self.tc
     start_step = int(self.step.numpy())
-    history, evaluations, stopped_early = [], [], False
+    progress.done = start_step
+    history, evaluations, stopped_early, stop_reason = [], [], False, None
     seconds = 0.0
     segments = 0
     warned_dropped = False
-    while int(self.step.numpy()) < tc.steps:
-      step = int(self.step.numpy())
-      if self.book_memory is not None and self.book_memory.maybe_refresh(self.model, step):
-        bm = self.book_memory
-        print(f"book memory: {len(bm.store)} sub-documents of {len(bm.wanted)} books spanning "
-              f"several packs, {bm.store.nbytes / 2**20:.1f} MB, refilled at step {step} "
-              f"(every {bm.refresh} steps)", file=sys.stderr, flush=True)
-      n = self._next_stop(step) - step
-      lr = self._learning_rate()
-      t0 = time.perf_counter()
-      means, prints = train_loop(self.iterator, tf.constant(n, tf.int32))
-      faults.fault_point("train", self.model_dir)
-      means = {k: float(v) for k, v in means.items()}
-      dt = time.perf_counter() - t0
-      seconds += dt
-      segments += n * self.segments_per_pack
-      step = int(self.step.numpy())
-      metrics = {"step": step, "loss": means.pop("total"), "learning_rate": lr,
-                 "segments_per_second": round(n * self.segments_per_pack / max(dt, 1e-9), 2)}
-      metrics.update(means)
-      if self.log_batches:
-        metrics["batches"] = [format(int(x) & (2**64 - 1), "016x") for x in prints.numpy()]
-      history.append(metrics)
-      if metrics.get("mentions_dropped", 0.0) > 0 and not warned_dropped:
-        warned_dropped = True
-        print(f"warning: {metrics['mentions_dropped']:g} entity mentions per pack (mean over "
-              f"steps {step - n + 1}-{step}) did not fit max_memories={self.mc.max_memories} "
-              "and have no memory; raise max_memories in the model config (--model_config) "
-              "or write packs with fewer segments", file=sys.stderr, flush=True)
-      if step % tc.log_every == 0 or step == tc.steps:
-        log(metrics)
-        with writer.as_default(step=step):
-          for k, v in metrics.items():
-            if isinstance(v, float) and k != "step":
-              tf.summary.scalar(_summary_name(k), v)
-      ev = self.evaluation
-      if ev and (step % ev.every == 0 or step == tc.steps):
-        record = self._evaluate(step, eval_writer)
-        evaluations.append(record)
-        log(record)
-        if ev.patience is not None and int(self.stale.numpy()) >= ev.patience:
-          stopped_early = True
-      if step % tc.checkpoint_every == 0 or step == tc.steps or stopped_early:
-        writer.flush()  # what TensorBoard shows of a killed run reaches its last checkpoint
-        self.manager.save(checkpoint_number=step, options=self._save_options)
-      if stopped_early:
-        break
-    for w in (writer, eval_writer):
-      if w is not None:
-        w.close()
+    try:
+      while int(self.step.numpy()) < tc.steps:
+        step = int(self.step.numpy())
+        if self.book_memory is not None:
+          progress.set_phase("refilling the book memory", announce=False)
+        if self.book_memory is not None and self.book_memory.maybe_refresh(self.model, step):
+          bm = self.book_memory
+          print(f"book memory: {len(bm.store)} sub-documents of {len(bm.wanted)} books spanning "
+                f"several packs, {bm.store.nbytes / 2**20:.1f} MB, refilled at step {step} "
+                f"(every {bm.refresh} steps)", file=sys.stderr, flush=True)
+        n = self._next_stop(step) - step
+        first = not history
+        progress.set_phase("compiling the first step" if first else
+                           f"running step {step + 1}" if n == 1 else
+                           f"running steps {step + 1}-{step + n}", announce=first)
+        lr = self._learning_rate()
+        t0 = time.perf_counter()
+        means, prints = train_loop(self.iterator, tf.constant(n, tf.int32))
+        faults.fault_point("train", self.model_dir)
+        means = {k: float(v) for k, v in means.items()}
+        dt = time.perf_counter() - t0
+        seconds += dt
+        segments += n * self.segments_per_pack
+        step = int(self.step.numpy())
+        metrics = {"step": step, "loss": means.pop("total"), "learning_rate": lr,
+                   "segments_per_second": round(n * self.segments_per_pack / max(dt, 1e-9), 2)}
+        metrics.update(means)
+        if self.log_batches:
+          metrics["batches"] = [format(int(x) & (2**64 - 1), "016x") for x in prints.numpy()]
+        history.append(metrics)
+        progress.update(step, metrics["loss"])
+        if metrics.get("mentions_dropped", 0.0) > 0 and not warned_dropped:
+          warned_dropped = True
+          print(f"warning: {metrics['mentions_dropped']:g} entity mentions per pack (mean over "
+                f"steps {step - n + 1}-{step}) did not fit max_memories={self.mc.max_memories} "
+                "and have no memory; raise max_memories in the model config (--model_config) "
+                "or write packs with fewer segments", file=sys.stderr, flush=True)
+        logged = step % tc.log_every == 0 or step == tc.steps
+        if logged:
+          show(metrics)
+          self._write_scalars(writer, step, metrics)
+        ev = self.evaluation
+        if ev and (step % ev.every == 0 or step == tc.steps):
+          progress.set_phase("evaluating on the dev set", announce=False)
+          record = self._evaluate(step, eval_writer)
+          evaluations.append(record)
+          show(record)
+          if ev.patience is not None and int(self.stale.numpy()) >= ev.patience:
+            stopped_early = True
+            stop_reason = (f"no improvement of {ev.best_metric} for {ev.patience} evaluations "
+                           f"(best {float(self.best.numpy()):.4g} at step {self._best_step()})")
+        if stopped_early and not logged:  # the run's last step reaches TensorBoard too
+          show(metrics)
+          self._write_scalars(writer, step, metrics)
+        if step % tc.checkpoint_every == 0 or step == tc.steps or stopped_early:
+          progress.set_phase("saving a checkpoint", announce=False)
+          writer.flush()  # what TensorBoard shows of a killed run reaches its last checkpoint
+          self.manager.save(checkpoint_number=step, options=self._save_options)
+        progress.set_phase(None)
+        if stopped_early:
+          break
+    finally:
+      for w in (writer, eval_writer):
+        if w is not None:
+          w.close()
     step = int(self.step.numpy())
+    if stopped_early:
+      print(f"stopped early at step {step} of {tc.steps}: {stop_reason}", file=sys.stderr,
+            flush=True)
+    has_best = bool(self.evaluation and self.evaluation.best_metric and evaluations)
     summary = {
-        "summary": True, "task": self.task.name, "steps": step,
+        "summary": True, "task": self.task.name, "steps": step, "planned_steps": tc.steps,
         "resumed_from_step": start_step if self.resumed_from else None,
         "first_loss": history[0]["loss"] if history else None,
         "last_loss": history[-1]["loss"] if history else None,
         "losses": [h["loss"] for h in history],
         "last": history[-1] if history else None,
         "evaluations": evaluations, "stopped_early": stopped_early,
+        "stopped_at_step": step if stopped_early else None, "stop_reason": stop_reason,
         "final_eval": evaluations[-1]["eval"] if evaluations else None,
-        "best_metric": (float(self.best.numpy()) if self.evaluation and
-                        self.evaluation.best_metric and evaluations else None),
+        "best_metric": float(self.best.numpy()) if has_best else None,
+        "best_step": self._best_step() if has_best else None,
         "checkpoint": self.manager.latest_checkpoint, "model_dir": self.model_dir,
         "replicas": self.strategy.num_replicas_in_sync,
         "seconds": round(seconds, 3),
         "segments_per_second": round(segments / seconds, 2) if seconds else None,
     }
-    with tf.io.gfile.GFile(os.path.join(self.model_dir, "metrics.json"), "w") as f:
+    with tf.io.gfile.GFile(os.path.join(self.model_dir, METRICS_FILE), "w") as f:
       f.write(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
+
+
+def checkpoint_step(path: Optional[str]) -> Optional[int]:
+  """The step of a ``.../ckpt-<step>`` checkpoint prefix (None: no checkpoint)."""
+  if not path:
+    return None
+  _, _, number = os.path.basename(path).rpartition("-")
+  return int(number) if number.isdigit() else None
+
+
+def read_metrics(model_dir: str) -> Optional[Dict]:
+  """``<model_dir>/metrics.json`` (the summary of the run's last finished invocation), or None
+  when absent or unreadable."""
+  path = os.path.join(model_dir, METRICS_FILE)
+  try:
+    with tf.io.gfile.GFile(path) as f:
+      value = safe_json.loads(f.read(), path)
+  except (tf.errors.NotFoundError, OSError, ValueError):  # also JsonTooDeepError
+    return None
+  return value if isinstance(value, dict) else None
 
 
 def _summary_name(key: str) -> str:

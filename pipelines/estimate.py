@@ -32,12 +32,20 @@ How the figure is made.
   ``--num_workers``, ``--max_num_workers``, ``--disk_size_gb``, ``--worker_disk_type``) or
   Dataflow's batch defaults; the prices are the ``--price_*`` flags, by default Dataflow's batch
   list prices in us-central1 (:data:`PRICES`).
-* **Local.**  The in-memory runner (no Beam flags): the measured CPU seconds over the CPU/wall
-  ratio measured with it (``--direct_running_mode multi_processing`` was measured no faster on
-  2 cores, and is timed the same).
-
-``--ner cloud``: the Cloud Natural Language units depend on every document's text, so the
-estimate names ``--dry_run`` for them instead of reading every document.
+* **Local.**  The in-memory runner (no Beam flags), stage by stage: start-up (the table's
+  fixed CPU), the per-MB work at :data:`JOB_PARALLELISM` cores, decompression, annotation;
+  every CPU figure divided by the share of a core this process got while starting
+  (:func:`process_share`: the same imports as the run, so the load a run meets now;
+  ``--direct_running_mode multi_processing`` was measured no faster on 2 cores, and is timed
+  the same).
+* **Annotation** (``--ner``, :func:`annotation_estimate`).  spaCy: a start per worker process
+  (importing spaCy; the ``--entities_dir`` alias table, every row; the EntityRuler's patterns)
+  and CPU per word (more with more patterns; an installed model far more), measured by
+  ``python -m benchmarks.annotation_cost`` (:data:`ANNOTATION`); the words from the MB of work
+  (:data:`WORDS_PER_MB`, measured on the real-format samples).  Cloud NL: the requests, the
+  billable units (one per started 1,000 characters of a request) and their price at
+  ``--price_per_1000_units`` (:data:`CLOUD_NL_PRICE_SOURCE`), before cache hits; the rate
+  limit's wait; ``--dry_run`` plans them exactly from every text.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ import dataclasses
 import lzma
 import math
 import os
+import time
 import zlib
 from concurrent import futures
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -117,6 +126,72 @@ COSTS: Dict[str, Cost] = {
 DECOMPRESS_CPU_S_PER_MB = {"gz": 0.0030, "deflate": 0.0030, "zst": 0.0030, "bz2": 0.0510,
                            "xz": 0.0098}
 MEASURED_ON_KIND = {"wikipedia": "bz2"}
+
+# ------------------------------------------------------------------------------ local wall time
+
+# CPU s per wall s the job's per-MB work gets from an idle 2-core machine: the in-memory runner
+# keeps ~1.43 cores busy (the Rust tokenizer's threads beside Python): HotpotQA, 50.5 MB, 25-27
+# CPU s in 17.9 s (docs/cost.md, "Measured scale-out", 2026-11-27).  Start-up and spaCy are
+# one thread: 1 core.  Both are scaled by the share of a core this process got (below).
+JOB_PARALLELISM = 1.43
+SHARE_BOUNDS = (0.1, 1.0)
+
+
+def process_share() -> Optional[float]:
+  """CPU s per wall s this process has had since it started (its start-up: the interpreter and
+  the same imports a run makes, so the share of a core a run would get now on this machine);
+  None where ``/proc`` does not say when the process started, or it started < 0.5 s ago."""
+  try:
+    with open("/proc/self/stat", encoding="ascii") as f:
+      start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: starttime
+    with open("/proc/uptime", encoding="ascii") as f:
+      uptime = float(f.read().split()[0])
+    wall = uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+  except (OSError, ValueError, IndexError):
+    return None
+  if wall < 0.5:
+    return None
+  return time.process_time() / wall
+
+
+# ------------------------------------------------------------------------------ annotation
+
+# ``python -m benchmarks.annotation_cost --reps 3`` (2026-11-29, the same 2-core machine, load
+# average 7-11 from other work): CPU seconds, medians.  ``start_cpu_s``: importing spaCy and
+# building a blank pipeline in a books job (with minus without --ner spacy on a tiny input,
+# 1.20-1.40); ``cpu_s_per_word``: the annotate stage per word of a blank:en pipeline without
+# patterns (books job, 5 MB of generated books, with minus without: 1.05-1.96 us); per alias
+# row of the --entities_dir table (read, AliasLinker, ranking the ruler's patterns); per
+# EntityRuler pattern (building the ruler); per word per 1,000 patterns (matching).
+ANNOTATION = {"start_cpu_s": 1.36, "cpu_s_per_word": 1.76e-6, "cpu_s_per_alias_row": 1.78e-5,
+              "cpu_s_per_pattern": 3.59e-5, "cpu_s_per_word_per_1k_patterns": 6.4e-8,
+              "date": "2026-11-29", "command": "python -m benchmarks.annotation_cost --reps 3"}
+# An installed spaCy model (--spacy_model other than blank:<lang>): not installed here, so not
+# measured by the benchmark; en-core-web-sm's full pipeline ran ~3.5k words/s on this machine
+# kind (the project's FACTS, measured in a fresh virtualenv); its loading is taken as 2 CPU s.
+MODEL_WORDS_PER_CPU_S = 3500.0
+MODEL_LOAD_CPU_S = 2.0
+# Words the annotate stage counts per MB of work (manifest stages.annotate.words over the
+# estimate's work MB), measured on the real-format samples of ../shared/samples with
+# --ner spacy (2026-11-29): HotpotQA dev head 20 (149k), NarrativeQA's Time Machine (173k),
+# the jsonl_qa sample (183k), the PG-19 books (178k); TriviaQA (evidence per reference) and
+# others at the median.  Characters per word (Cloud NL bills characters): 5.5 (the PG-19
+# sample: 73,331 characters, 13,257 words).
+WORDS_PER_MB = {"hotpotqa": 149_000, "narrativeqa": 173_000, "jsonl_qa": 183_000,
+                "books": 178_000}
+DEFAULT_WORDS_PER_MB = 176_000
+CHARS_PER_WORD = 5.5
+# Texts the stage annotates (one request each at least, with --ner cloud) per MB of work where
+# the estimate cannot count them: HotpotQA one per question (the sample: 20 in 0.14 MB).
+TEXTS_PER_MB = {"hotpotqa": 143.0}
+# Cloud Natural Language, analyzeEntities: one unit per started 1,000 characters of each
+# request; Entity Analysis list price per 1,000 units per month: first 5,000 units free, $1.00
+# to 1M, $0.50 to 5M, $0.25 above (https://cloud.google.com/natural-language/pricing, looked
+# up 2026-11-29).  The estimate prices every unit at --price_per_1000_units (default $1.00).
+CLOUD_NL_PRICE_SOURCE = ("Cloud Natural Language pricing, Entity Analysis: per 1,000 units of "
+                         "1,000 characters, first 5,000 units a month free, $1.00 to 1M, $0.50 "
+                         "to 5M, $0.25 above (https://cloud.google.com/natural-language/pricing, "
+                         "looked up 2026-11-29)")
 
 # What each dataset's MB of work is (the x of the slope).
 WORK = {
@@ -604,11 +679,121 @@ def measure(job: str, inputs: Sequence[Dict[str, Any]], options: Any = None,
 # ------------------------------------------------------------------------------ the estimate
 
 
-def _ner(options: Any) -> str:
-  ner = getattr(options, "ner", None)
-  if ner is None:
-    ner = getattr(getattr(options, "annotation", None), "ner", None)
-  return ner or "none"
+def _annotation_config(options: Any) -> Any:
+  """The job's :class:`pipelines.beam.annotate.AnnotationConfig` (None: the job has none)."""
+  if options is not None and hasattr(options, "ner") and hasattr(options, "spacy_model"):
+    return options
+  return getattr(options, "annotation", None)
+
+
+def _alias_rows(entities_dir: str) -> int:
+  """Rows of a Wikipedia job's alias table (the Parquet footers: nothing else is read)."""
+  from apache_beam.io.filesystem import CompressionTypes  # pylint: disable=g-import-not-at-top
+  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  import pyarrow.parquet as pq  # pylint: disable=g-import-not-at-top
+  from pipelines.entities import tables  # pylint: disable=g-import-not-at-top
+  try:
+    paths = tables.alias_paths(entities_dir)
+  except FileNotFoundError as e:
+    raise UserError(f"--entities_dir {entities_dir}: {e} (the output dir of python -m "
+                    f"pipelines.wikipedia holds them)") from None
+  rows = 0
+  for path in paths:
+    try:
+      with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        rows += pq.ParquetFile(f).metadata.num_rows
+    except Exception as e:  # pylint: disable=broad-except
+      raise UserError(f"--entities_dir: {path} is not a readable Parquet alias file "
+                      f"({type(e).__name__}); rerun python -m pipelines.wikipedia") from None
+  return rows
+
+
+def annotation_estimate(job: str, work: Work, options: Any, local: bool = True
+                        ) -> Optional[Dict[str, Any]]:
+  """What ``--ner`` adds (None without it): words and texts annotated, the per-process start
+  (spaCy, the alias table, the EntityRuler's patterns) and per-word CPU seconds, or with
+  ``--ner cloud`` the requests, billable units and their price (before cache hits).  ``local``:
+  the run would be on this machine, so a ``--spacy_model`` not installed here is an error (a
+  Dataflow worker's container may hold it: a note then)."""
+  config = _annotation_config(options)
+  ner = getattr(config, "ner", None) or "none"
+  if ner == "none":
+    return None
+  mb = work.work_bytes / MB
+  words_per_mb = WORDS_PER_MB.get(job, DEFAULT_WORDS_PER_MB)
+  words = mb * words_per_mb
+  out: Dict[str, Any] = {
+      "ner": ner, "words": round(words), "words_per_mb": words_per_mb,
+      "words_from": ("work MB x words per MB measured on the real-format samples"
+                     + ("" if job in WORDS_PER_MB else " (median of the datasets)"))}
+  uses_table = bool(config.entities_dir) and ner == "spacy" and (
+      config.linker == "alias" or (config.spacy_model.startswith("blank:")
+                                   and config.ruler_patterns))
+  rows = _alias_rows(config.entities_dir) if config.entities_dir and (
+      uses_table or config.linker == "alias") else 0
+  if ner == "spacy":
+    blank = config.spacy_model.startswith("blank:")
+    if not blank and not os.path.isdir(config.spacy_model):
+      import importlib.util  # pylint: disable=g-import-not-at-top
+      try:
+        installed = importlib.util.find_spec(config.spacy_model) is not None
+      except (ImportError, ValueError):
+        installed = False
+      missing = (f"--spacy_model {config.spacy_model!r} is not installed: spaCy models are "
+                 f"installed as Python packages (e.g. pip install en-core-web-sm); use "
+                 f"blank:<lang> for a blank pipeline")
+      if not installed and local:  # the run would fail to load it: say so now
+        raise UserError(missing)
+      if not installed:
+        work.notes.append(missing.replace(" is not installed", " is not installed here (the "
+                                          "workers' container must hold it)"))
+    patterns = min(rows, config.ruler_patterns) if blank else 0
+    start = (ANNOTATION["start_cpu_s"] + (0.0 if blank else MODEL_LOAD_CPU_S)
+             + rows * ANNOTATION["cpu_s_per_alias_row"]
+             + patterns * ANNOTATION["cpu_s_per_pattern"])
+    per_word = (ANNOTATION["cpu_s_per_word"] + patterns / 1000
+                * ANNOTATION["cpu_s_per_word_per_1k_patterns"])
+    if not blank:
+      per_word += 1.0 / MODEL_WORDS_PER_CPU_S
+    out.update(spacy_model=config.spacy_model, linker=config.linker, alias_rows=rows,
+               patterns=patterns, start_cpu_s=start, cpu_s_per_word=per_word,
+               cpu_s=start + per_word * words,
+               measured=(f"{ANNOTATION['command']}, {ANNOTATION['date']}" if blank else
+                         f"{config.spacy_model}: ~{MODEL_WORDS_PER_CPU_S:,.0f} words per CPU s "
+                         f"(en-core-web-sm's full pipeline on this machine kind; not measured "
+                         f"by the benchmark), {MODEL_LOAD_CPU_S:g} CPU s to load (assumed)"))
+    return out
+  # --ner cloud: requests of at most --nl_max_request_chars characters, one per text at least.
+  cloud = config.cloud
+  characters = words * CHARS_PER_WORD
+  texts: float
+  if job == "books":
+    texts, texts_from = len(work.inputs), "one per book file"
+  elif job == "narrativeqa" and "stories" in work.side:
+    # Every question holds its whole story, but a story is sent once (the cache answers the
+    # other questions): the characters of each story once.
+    side = work.side["stories"]
+    texts, texts_from = side["stories"], "one per story, each sent once"
+    characters *= side["files"] / side["questions"] if side["questions"] else 0.0
+  elif job == "triviaqa" and "evidence" in work.side:
+    texts, texts_from = work.side["evidence"]["questions"], "one per question"
+  else:
+    texts = mb * TEXTS_PER_MB.get(job, 143.0)
+    texts_from = "per MB of work, as measured on the HotpotQA sample"
+  requests = max(texts, characters / cloud.max_request_chars) if characters else 0.0
+  units = characters / 1000 + requests / 2  # each request's last unit half used, on average
+  price = config.price_per_1000_units
+  out.update(characters=round(characters), texts=round(texts), texts_from=texts_from,
+             requests=math.ceil(requests), units=math.ceil(units),
+             price_per_1000_units=price, usd=units / 1000 * price,
+             requests_per_minute=cloud.requests_per_minute,
+             rate_limited_s=requests * 60 / cloud.requests_per_minute,
+             start_cpu_s=rows * ANNOTATION["cpu_s_per_alias_row"], cpu_s_per_word=0.0,
+             cpu_s=rows * ANNOTATION["cpu_s_per_alias_row"], alias_rows=rows,
+             price_source=CLOUD_NL_PRICE_SOURCE,
+             note=("before cache hits (--nl_cache_dir): --dry_run reads every text and plans "
+                   "the exact requests, units and cost"))
+  return out
 
 
 def _cost_for(job: str) -> Tuple[Cost, Optional[str]]:
@@ -623,16 +808,23 @@ def _cost_for(job: str) -> Tuple[Cost, Optional[str]]:
 
 
 def estimate(job: str, work: Work, workers: Workers, options: Any = None,
-             prices: Optional[Dict[str, Optional[float]]] = None) -> Dict[str, Any]:
-  """The estimate's JSON: inputs, work, CPU, Dataflow (workers, hours, USD by vCPU, memory and
-  disk with the prices used), local hours and the assumptions."""
+             prices: Optional[Dict[str, Optional[float]]] = None,
+             share: Optional[float] = None) -> Dict[str, Any]:
+  """The estimate's JSON: inputs, work, CPU, annotation (``--ner``), Dataflow (workers, hours,
+  USD by vCPU, memory and disk with the prices used; Cloud NL units and USD), local hours by
+  stage and the assumptions.  ``share``: the CPU s per wall s a run would get here (default
+  :func:`process_share`, this process' own)."""
   cost, substitute = _cost_for(job)
   prices = dict(prices or {})
   mb = work.work_bytes / MB
   decompress_s = sum(DECOMPRESS_CPU_S_PER_MB.get(f.kind, 0.0) * f.bytes / MB
                      for f in work.inputs if f.kind != MEASURED_ON_KIND.get(job))
-  variable_s = cost.cpu_s_per_mb * mb + decompress_s
-  cpu_s = cost.fixed_cpu_s + variable_s
+  annotation = annotation_estimate(job, work, options,
+                                   local="dataflow" not in (workers.runner or "").lower())
+  ann_start_s = annotation["start_cpu_s"] if annotation else 0.0
+  ann_words_s = annotation["cpu_s_per_word"] * annotation["words"] if annotation else 0.0
+  variable_s = cost.cpu_s_per_mb * mb + decompress_s + ann_words_s
+  cpu_s = cost.fixed_cpu_s + ann_start_s + variable_s
   assumptions = [
       f"CPU = {cost.fixed_cpu_s:.1f} s + {cost.cpu_s_per_mb:.3f} s per MB of work, measured "
       f"{cost.date} on the 2-core dev machine with {cost.command} (slope min/median/max "
@@ -655,10 +847,20 @@ def estimate(job: str, work: Work, workers: Workers, options: Any = None,
   ]
   if substitute:
     assumptions.insert(0, substitute)
-  ner = _ner(options)
-  if ner == "spacy":
-    assumptions.append("--ner spacy: the annotation's CPU is not in the measured cost (measured "
-                       "with --ner none); a full spaCy model adds much")
+  if annotation and annotation["ner"] == "spacy":
+    assumptions.append(
+        f"--ner spacy: {annotation['words']:,} words at {annotation['words_per_mb']:,} per MB "
+        f"of work; per process {annotation['start_cpu_s']:.1f} CPU s to start (spaCy, "
+        f"{annotation['alias_rows']:,} alias rows, {annotation['patterns']:,} EntityRuler "
+        f"patterns: paid by every Dataflow worker) and "
+        f"{annotation['cpu_s_per_word'] * 1e6:.2f} CPU us per word ({annotation['measured']})")
+  elif annotation:
+    assumptions.append(
+        f"--ner cloud: {annotation['characters']:,} characters ({CHARS_PER_WORD} per word) in "
+        f"~{annotation['requests']:,} requests ({annotation['texts_from']}; at most "
+        f"--nl_max_request_chars each), {annotation['units']:,} units priced at "
+        f"${_price(annotation['price_per_1000_units'])} per 1,000 ({CLOUD_NL_PRICE_SOURCE}); "
+        f"{annotation['note']}")
 
   # Dataflow.
   work_vcpu_h = variable_s / 3600 * DATAFLOW_OVERHEAD
@@ -670,7 +872,12 @@ def estimate(job: str, work: Work, workers: Workers, options: Any = None,
     count_from = (f"autoscaling: ~{HOURS_PER_WORKER:g} h of work per worker, at most "
                   f"{cap} (--max_num_workers{'' if workers.max_num_workers else ', Dataflow default'})")
   startup_h = DATAFLOW_STARTUP_MIN / 60
-  wall_h = startup_h + work_vcpu_h / (count * workers.vcpus)
+  # Every worker process (one per vCPU) loads spaCy and the alias table; Cloud NL requests are
+  # rate-limited per worker process (--nl_requests_per_minute).
+  ann_start_h = ann_start_s / 3600
+  cloud_h = (annotation["rate_limited_s"] / 3600 / (count * workers.vcpus)
+             if annotation and annotation["ner"] == "cloud" else 0.0)
+  wall_h = startup_h + ann_start_h + max(work_vcpu_h / (count * workers.vcpus), cloud_h)
   worker_h = count * wall_h
   disk_price = prices.get("disk_gb_hour")
   if disk_price is None:
@@ -688,24 +895,50 @@ def estimate(job: str, work: Work, workers: Workers, options: Any = None,
          "memory": worker_h * workers.memory_gb * used["memory_gb_hour"],
          "disk": worker_h * workers.disk_gb * used["disk_gb_hour"]}
   usd["total"] = usd["vcpu"] + usd["memory"] + usd["disk"]
+  if annotation and annotation["ner"] == "cloud":
+    usd["cloud_nl"] = annotation["usd"]
+    usd["total_with_cloud_nl"] = usd["total"] + annotation["usd"]
   default_prices = (used["vcpu_hour"] == PRICES["vcpu_hour"]
                     and used["memory_gb_hour"] == PRICES["memory_gb_hour"]
                     and used["disk_gb_hour"] == PRICES["disk_gb_hour"].get(workers.disk_type))
 
   # Local (this machine).
   cores = os.cpu_count() or 1
-  local_h = cpu_s / cost.cpu_per_wall / 3600
-  mode = f"in-memory FnApiRunner (measured {cost.cpu_per_wall:.2f} CPU s per wall s)"
+  measured_share = process_share() if share is None else share
+  share_now = min(max(measured_share if measured_share is not None else 1.0, SHARE_BOUNDS[0]),
+                  SHARE_BOUNDS[1])
+  parallel = min(cores, share_now * JOB_PARALLELISM)
+  stages_s = {
+      "start-up (interpreter, imports, graph, manifest, stats report)":
+          cost.fixed_cpu_s / share_now,
+      "read, parse, tokenize, segment, write": cost.cpu_s_per_mb * mb / parallel,
+  }
+  if decompress_s:
+    stages_s["decompression"] = decompress_s / share_now
+  if annotation:
+    stages_s["annotation start (spaCy, alias table, ruler)"] = ann_start_s / share_now
+    if ann_words_s:
+      stages_s["annotation per word"] = ann_words_s / share_now
+    if annotation["ner"] == "cloud":
+      stages_s["Cloud NL requests (rate limit, one worker process)"] = annotation[
+          "rate_limited_s"]
+  local_h = sum(stages_s.values()) / 3600
+  mode = (f"in-memory FnApiRunner; this process got {share_now:.2f} CPU s per wall s "
+          + ("while starting (the share a run gets now)" if measured_share is not None and
+             share is None else "(given)" if share is not None else "(not measurable: 1 taken)")
+          + f", the per-MB work x{JOB_PARALLELISM} of that (tokenizer threads)")
   if workers.direct_running_mode == "multi_processing":
     # Measured by the benchmark on HotpotQA: 2 worker processes on 2 cores were not faster
     # than the in-memory runner (the same wall time within the noise).
     mode = (f"multi_processing x{workers.direct_num_workers}: timed as the in-memory runner "
-            "(measured no faster on 2 cores)")
+            f"(measured no faster on 2 cores), at {share_now:.2f} CPU s per wall s a core")
   elif mb > 100:
     assumptions.append("the local in-memory runner holds grouped collections in memory: a "
                        "524 MB HotpotQA file peaked at 12.1 GB RSS on this project; mind the "
                        "machine's memory")
-  local = {"cores": cores, "mode": mode, "cpu_hours": cpu_s / 3600, "hours": local_h}
+  local = {"cores": cores, "mode": mode, "cpu_hours": cpu_s / 3600, "hours": local_h,
+           "share": share_now, "parallelism": parallel,
+           "stages_s": {k: round(v, 2) for k, v in stages_s.items()}}
 
   kinds: Dict[str, Dict[str, int]] = {}
   for f in work.inputs:
@@ -724,6 +957,7 @@ def estimate(job: str, work: Work, workers: Workers, options: Any = None,
       "work": {"bytes": work.work_bytes, "mb": mb, "measure": WORK.get(job, "input bytes")},
       "cost_model": dataclasses.asdict(cost),
       "cpu_hours": cpu_s / 3600, "decompression_cpu_hours": decompress_s / 3600,
+      "annotation": annotation,
       "dataflow": {
           "machine_type": workers.machine_type, "vcpus_per_worker": workers.vcpus,
           "memory_gb_per_worker": workers.memory_gb, "disk_gb_per_worker": workers.disk_gb,
@@ -739,9 +973,9 @@ def estimate(job: str, work: Work, workers: Workers, options: Any = None,
       "local": local,
       "assumptions": assumptions + work.notes,
   }
-  if ner == "cloud":
-    result["cloud_nl"] = ("--ner cloud: the Cloud Natural Language units depend on every "
-                          "document's text; run --dry_run for the Cloud NL units and their cost")
+  if annotation and annotation["ner"] == "cloud":
+    result["cloud_nl"] = {k: annotation[k] for k in (
+        "requests", "units", "characters", "price_per_1000_units", "usd", "note")}
   return result
 
 
@@ -751,6 +985,10 @@ def _mb(n: float) -> str:
 
 def _h(hours: float) -> str:
   return f"{hours * 60:.1f} min" if hours < 1 else f"{hours:,.2f} h"
+
+
+def _s(seconds: float) -> str:
+  return f"{seconds:.1f} s" if seconds < 90 else _h(seconds / 3600)
 
 
 def _usd(x: float) -> str:
@@ -781,7 +1019,8 @@ def render(e: Dict[str, Any]) -> str:
   lines += [
       f"  work         {_mb(e['work']['bytes'])} ({e['work']['measure']})",
       f"  CPU          {e['cpu_hours']:.3f} h on this machine's cores",
-      f"  local        {_h(loc['hours'])} wall on {loc['cores']} cores, {loc['mode']}",
+      f"  local        {_s(loc['hours'] * 3600)} wall on {loc['cores']} cores, {loc['mode']}",
+      "  local stages " + "; ".join(f"{k} {_s(v)}" for k, v in loc["stages_s"].items()),
       f"  Dataflow     {d['workers']} x {d['machine_type']} ({d['vcpus_per_worker']} vCPU, "
       f"{d['memory_gb_per_worker']:g} GB, {d['disk_gb_per_worker']} GB {d['disk_type']}); "
       f"{d['vcpu_hours_of_work']:.3f} vCPU-h of work; wall {_h(d['wall_hours'])} incl. "
@@ -790,8 +1029,17 @@ def render(e: Dict[str, Any]) -> str:
       f"{_usd(usd['memory'])} + disk {_usd(usd['disk'])} (at ${_price(d['prices_usd']['vcpu_hour'])}"
       f"/vCPU-h, ${_price(d['prices_usd']['memory_gb_hour'])}/GB-h, "
       f"${_price(d['prices_usd']['disk_gb_hour'])}/disk GB-h)"]
+  a = e.get("annotation")
+  if a and a["ner"] == "spacy":
+    lines.append(f"  annotation   --ner spacy ({a['spacy_model']}, linker {a['linker']}): "
+                 f"{a['words']:,} words, {a['alias_rows']:,} alias rows, {a['patterns']:,} "
+                 f"ruler patterns: {a['cpu_s']:.1f} CPU s ({a['start_cpu_s']:.1f} s of it to "
+                 f"start, per worker process)")
   if "cloud_nl" in e:
-    lines.append(f"  Cloud NL     {e['cloud_nl']}")
+    c = e["cloud_nl"]
+    lines.append(f"  Cloud NL     ~{c['requests']:,} requests, {c['units']:,} units "
+                 f"({c['characters']:,} characters), USD {_usd(c['usd'])} at "
+                 f"${_price(c['price_per_1000_units'])} per 1,000 units; {c['note']}")
   lines.append("  assumptions:")
   lines += [f"    - {a}" for a in e["assumptions"]]
   return "\n".join(lines)

@@ -118,8 +118,9 @@ def new_parser(prog: str, description: str, example: str) -> schema_cli.Parser:
                         "manifest (default: %(default)s)")
   rec.add_argument("--max_error_fraction", type=float, default=d.max_error_fraction,
                    help="fail the job (exit 1, no COMPLETED; manifest.json and dead_letter/ "
-                        "are still written) when more than this share of the input records "
-                        "is rejected, in [0, 1]; 1 never fails (default: %(default)s)")
+                        "are still written; the error names the top reasons) when more than "
+                        "this share of the input records is rejected, in [0, 1]; 1 accepts "
+                        "any share (default: %(default)s)")
   rec.add_argument("--batch_size", type=int, default=d.batch_size,
                    help="documents tokenised per encode_batch call (default: %(default)s)")
   p.add_argument("--log_level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -135,7 +136,9 @@ def add_estimate_flags(parser) -> None:
   bool_flag(group, "estimate", False,
             "run nothing: resolve the inputs as a run would, then print what the run would "
             "cost (input files and sizes, CPU hours, Dataflow workers, wall time and USD for "
-            "vCPU, memory and disk, hours on this machine) and one JSON line; writes nothing, "
+            "vCPU, memory and disk, time on this machine by stage at its current load; with "
+            "--ner, spaCy's CPU or Cloud NL's requests, units and USD) and one JSON line; "
+            "writes nothing, "
             "and an output dir holding an earlier run is fine. The Dataflow workers are Beam's "
             "--machine_type, --num_workers, --max_num_workers, --disk_size_gb, "
             f"--worker_disk_type, else Dataflow's batch defaults "
@@ -162,7 +165,7 @@ def estimate_prices(parser: argparse.ArgumentParser, args: argparse.Namespace,
   from pipelines import estimate  # pylint: disable=g-import-not-at-top
   if getattr(args, "dry_run", False):
     parser.error("--estimate runs nothing and --dry_run runs the annotation planner: give one "
-                 "(--dry_run gives the Cloud NL units and cost)")
+                 "(--dry_run gives the exact Cloud NL units and cost)")
   prices = {"vcpu_hour": args.price_vcpu_hour, "memory_gb_hour": args.price_memory_gb_hour,
             "disk_gb_hour": args.price_disk_gb_hour}
   for name, value in prices.items():

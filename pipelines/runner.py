@@ -23,6 +23,7 @@ import contextlib
 import dataclasses
 import functools
 import gc
+import importlib.util
 import json
 import logging
 import os
@@ -168,6 +169,8 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
               ", ".join(f"{i['path']} ({i['bytes'] / 1e6:,.1f} MB)" for i in inputs[:5])
               + (f", ... ({len(inputs) - 5} more)" if len(inputs) > 5 else ""))
   local = is_local(beam_args)
+  if local:
+    _check_spacy_model(options)
   submit_only = not wait and not local
   existed = FileSystems.exists(output_dir)
   held = claim_lib.claim(output_dir, job, local=local)
@@ -231,6 +234,23 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
     if not handed_over:
       held.release()
       writer.remove_if_empty(output_dir, existed)
+
+
+def _check_spacy_model(options: Any) -> None:
+  """A local run with ``--ner spacy`` and a ``--spacy_model`` package that is not installed is
+  one line before any work (else every worker fails in its setup with a traceback).  Remote
+  runs are not checked: their workers' container may hold the model."""
+  from pipelines.entities import ner  # pylint: disable=g-import-not-at-top
+  annotation = options if hasattr(options, "spacy_model") else getattr(options, "annotation",
+                                                                       None)
+  if getattr(annotation, "ner", None) != "spacy":
+    return
+  model = annotation.spacy_model
+  if model.startswith(ner.SPACY_BLANK_PREFIX) or importlib.util.find_spec(model) is not None:
+    return
+  raise UserError(f"--spacy_model {model!r} is not installed: spaCy models are installed as "
+                  "Python packages (e.g. pip install en-core-web-sm), never downloaded at run "
+                  f"time; use {ner.SPACY_BLANK_PREFIX}<lang> for a blank pipeline")
 
 
 def _build_config(config: RecordsConfig, beam_args: Optional[Sequence[str]],
@@ -543,6 +563,8 @@ def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
   try:
     result = body()
   except BaseException as e:  # pylint: disable=broad-except
+    if isinstance(e, BrokenPipeError) and flags.schema_cli.output_closed():  # ``| head``
+      return flags.schema_cli.closed_pipe()
     stop = _stop_signal(e)
     if stop is not None and _finished:  # the signal came after the job's last step
       print(f"{prog}: error: {_STOP_WORDS[stop]} after the job had completed; its output is "
@@ -568,7 +590,10 @@ def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
     return flags.EXIT_FAILURE
   finally:
     _restore_stop_signals(previous)
-  print(json.dumps(result, sort_keys=True), flush=True)
+  try:
+    print(json.dumps(result, sort_keys=True), flush=True)
+  except BrokenPipeError:  # ``... | head -1``: quiet, exit 1 (the output is in place)
+    return flags.schema_cli.closed_pipe()
   return 0
 
 

@@ -12,7 +12,6 @@ pipelines never import TensorFlow.
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -54,12 +53,18 @@ def usage() -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+  try:
+    return _main(argv)
+  except BrokenPipeError:  # readtwice ... | head -1: quiet, exit 1 (the commands do the same)
+    if not schema_cli.output_closed():
+      raise
+    return schema_cli.closed_pipe()
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
   argv = list(sys.argv[1:] if argv is None else argv)
   if argv and argv[0] in ("-h", "--help"):
-    try:
-      print(usage(), flush=True)
-    except BrokenPipeError:  # readtwice --help | head
-      os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    print(usage(), flush=True)
     return 0
   name = argv[0] if argv else ""
   known = list(_datasets()) + list(COMMANDS)

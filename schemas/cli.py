@@ -150,6 +150,17 @@ class Parser(argparse.ArgumentParser):
   def error(self, message: str):  # noqa: D401 - argparse API
     self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
+  def _print_message(self, message, file=None):  # --help, usage and error lines
+    if message:
+      file = file or sys.stderr
+      try:
+        file.write(message)
+        file.flush()
+      except BrokenPipeError:  # ``--help | head -1``: quiet, exit 1 (see closed_pipe)
+        sys.exit(closed_pipe())
+      except (AttributeError, OSError):  # as argparse: no usable stream, nothing to show
+        pass
+
   def add_argument(self, *args, **kwargs):  # every flag has help; the default is shown
     return _with_default(super().add_argument, *args, **kwargs)
 
@@ -408,6 +419,44 @@ class CommandError(Exception):
   """An unusable input or output, found by a command: one line, exit 1."""
 
 
+def output_closed() -> bool:
+  """Whether stdout or stderr is a pipe whose reader went away (``poll``: ``POLLERR``): then a
+  ``BrokenPipeError`` is about the command's own output (``| head``), not another pipe's (a
+  worker's connection, a FIFO given as an output), which stays an error.  A stream without a
+  file descriptor (captured by a test) counts as closed."""
+  import select  # pylint: disable=g-import-not-at-top
+  poll = select.poll()
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      poll.register(stream.fileno(), select.POLLOUT)
+    except (AttributeError, OSError, ValueError):
+      return True
+  return any(ev & select.POLLERR for _, ev in poll.poll(0))
+
+
+def closed_pipe() -> int:
+  """What every command does when the reader of its output went away (``... | head -1``):
+  the Python docs' recipe (``signal`` module, "Note on SIGPIPE"): stdout -- and stderr, where
+  that pipe is closed too (``2>&1 | head``) -- now write to ``/dev/null``, so that no later
+  write and not the interpreter's final flush raises again; nothing is printed; returns the exit
+  status, 1."""
+  import select  # pylint: disable=g-import-not-at-top
+  for stream in (sys.stdout, sys.stderr):
+    try:
+      fd = stream.fileno()
+      if stream is sys.stderr:  # only when its reader is gone too (a pipe's write end: POLLERR)
+        poll = select.poll()
+        poll.register(fd, select.POLLOUT)
+        if not any(ev & select.POLLERR for _, ev in poll.poll(0)):
+          continue
+      devnull = os.open(os.devnull, os.O_WRONLY)
+      os.dup2(devnull, fd)
+      os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # no file descriptor (a captured stream)
+      pass
+  return EXIT_FAILURE
+
+
 def run_command(prog: str, body: Callable[[], Any],
                 user_errors: Tuple[Type[BaseException], ...] = (),
                 message_of: Optional[Callable[[BaseException], Optional[str]]] = None) -> int:
@@ -429,6 +478,8 @@ def run_command(prog: str, body: Callable[[], Any],
           flush=True)
     return 143 if isinstance(e, Stopped) else 130
   except Exception as e:  # pylint: disable=broad-except
+    if isinstance(e, BrokenPipeError) and output_closed():  # ``| head``: quiet, exit 1
+      return closed_pipe()
     message = message_of(e) if message_of is not None else None
     if message is None and isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
       message = (f"no space left on device writing {e.filename or 'the output'}; free space "
@@ -442,9 +493,13 @@ def run_command(prog: str, body: Callable[[], Any],
     return EXIT_FAILURE
   finally:
     _restore_stop_signals(previous)
-  if isinstance(result, dict):
-    print(json.dumps(result, sort_keys=True), flush=True)
-    return 0
+  try:
+    if isinstance(result, dict):
+      print(json.dumps(result, sort_keys=True), flush=True)
+      return 0
+    sys.stdout.flush()  # what the body printed: a closed pipe shows here, not at exit
+  except BrokenPipeError:
+    return closed_pipe()
   return int(result or 0)
 
 

@@ -5,8 +5,10 @@ what the conventions promise: the job completes (or, where failing is right, exi
 ``error:`` line); every bad record is a dead letter (``dead_letter/``) or a skipped item
 (``skipped/``) with the expected stage and reason and a source id; nothing is lost silently:
 the manifest's ``counts`` and ``stage_counts`` reconcile (``input = written + skipped +
-rejected``, checked by ``schemas.manifest.loads``).  Then ``--max_error_fraction`` (fails the
-job, no ``COMPLETED``, when more than that share of the input is rejected) and a trainer fed
+rejected``, checked by ``schemas.manifest.loads``); cases whose bad records outnumber the
+default error budget pass ``--max_error_fraction 1``.  Then ``--max_error_fraction`` (fails the
+job, no ``COMPLETED``, when more than that share of the input is rejected; default 0.1) and a
+trainer fed
 records of another major schema version (one line, exit 1; in a subprocess, since TensorFlow
 and the pipelines' ``tfrecord`` protos cannot share a process).
 """
@@ -428,10 +430,22 @@ def test_a_truncated_side_table_is_one_line_and_no_output(tmp_path, capsys):
   assert len(lines) == 1 and "documents.csv.gz" in lines[0] and "truncated" in lines[0], o.stderr
 
 
+# Cases whose few good records make the bad ones more than the default --max_error_fraction
+# (0.1) of the input: they accept any share, to check what each bad record becomes.
+HIGH_SHARE = {"books-empty_documents", "books-only_markup", "books-truncated_bz2",
+              "hotpotqa-empty_documents", "hotpotqa-invalid_utf8", "hotpotqa-unexpected_json",
+              "narrativeqa-missing_undecodable_stories_absent_answer",
+              "triviaqa-missing_evidence", "triviaqa-unexpected_json", "wikipedia-invalid_utf8",
+              "wikipedia-malformed_xml", "wikipedia-truncated_bz2",
+              "wikipedia-truncated_single_stream"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input(case, tmp_path, capsys):
   job, build, checks, flags = CASES[case]
+  if case in HIGH_SHARE:
+    flags = list(flags) + ["--max_error_fraction", "1"]
   o = run_job(job, build(tmp_path), str(tmp_path / "out"), capsys, flags)
   assert not o.error_lines(), o.stderr
   for check in checks:
@@ -457,19 +471,27 @@ def test_max_error_fraction_at_or_above_the_share_completes(fraction, tmp_path, 
   assert o.manifest["config"]["max_error_fraction"] == float(fraction)
 
 
-@pytest.mark.parametrize("job,build", [("hotpotqa", _two_of_five), ("books", lambda t: _books(
-    t, {"good.txt": GOOD_BOOK, "empty.txt": b""}))])
+@pytest.mark.parametrize("job,build,flags,reasons_shown", [
+    ("hotpotqa", _two_of_five, ["--max_error_fraction", "0.3"],
+     "(missing_question 1, not_an_object 1)"),
+    ("books", lambda t: _books(t, {"good.txt": GOOD_BOOK, "empty.txt": b""}),
+     ["--max_error_fraction", "0.3"], "(empty_book 1)"),
+    # the default (0.1) trips on a large share: issue 41's JSON lines, 4 of 7 rejected, exited 0
+    ("hotpotqa", _two_of_five, [], "(missing_question 1, not_an_object 1)")])
 @pytest.mark.slow
-def test_max_error_fraction_trips_loudly_without_completed(job, build, tmp_path, capsys):
+def test_max_error_fraction_trips_loudly_without_completed(job, build, flags, reasons_shown,
+                                                           tmp_path, capsys):
   out = str(tmp_path / "out")
-  o = run_job(job, build(tmp_path), out, capsys, ["--max_error_fraction", "0.3"])
+  o = run_job(job, build(tmp_path), out, capsys, flags)
   assert o.rc == 1
   assert not o.completed  # never looks complete
   lines = o.error_lines()
   assert len(lines) == 1 and "Traceback" not in o.stderr, o.stderr
   c = o.manifest["counts"]  # still written (and reconciling), for diagnosis
-  assert f"{c['rejected']} of {c['input']} input records were rejected" in lines[0]
-  assert "--max_error_fraction=0.3" in lines[0]
+  assert f"{c['rejected']} of {c['input']} input records were rejected {reasons_shown}" in (
+      lines[0])
+  assert f"--max_error_fraction={flags[1] if flags else '0.1'};" in lines[0]
+  assert "--max_error_fraction 1" in lines[0]  # how to accept more
   assert os.path.join(out, "dead_letter") in lines[0]
   assert len(o.dead) == c["rejected"]
   assert not os.path.exists(os.path.join(out, "_spill")) or not os.listdir(

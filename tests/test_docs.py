@@ -135,6 +135,27 @@ def test_every_flag_in_the_docs_commands_is_in_the_commands_help():
   assert not problems, problems
 
 
+def test_every_prediction_after_fine_tuning_uses_the_best_model():
+  """A ``model.predict`` that follows a ``model.finetune`` on a page predicts with that run's
+  ``<model_dir>/best`` (the checkpoint the dev metric chose), not its last checkpoint."""
+  problems, checked = [], 0
+  for page in PAGES:
+    text = page.read_text(encoding="utf-8")
+    finetuned = None  # the --model_dir of the page's last model.finetune command
+    for block in re.findall(r"^```(?:bash|sh)\n(.*?)^```", text, re.S | re.M):
+      for cmd in re.sub(r"\\\n\s*", " ", block).splitlines():
+        m = re.search(r"python -m (model\.finetune|model\.predict) .*--model_dir (\S+)", cmd)
+        if not m:
+          continue
+        if m.group(1) == "model.finetune":
+          finetuned = m.group(2).rstrip("/")
+        elif finetuned is not None:
+          checked += 1
+          if m.group(2).rstrip("/") != f"{finetuned}/best":
+            problems.append(f"{page.name}: {cmd.strip()}")
+  assert checked >= 5 and not problems, (checked, problems)
+
+
 def test_readme_is_short():
   n = len(README.read_text(encoding="utf-8").splitlines())
   assert n <= MAX_README_LINES, f"README.md has {n} lines (at most {MAX_README_LINES})"

@@ -393,7 +393,8 @@ def evaluate(predictions: Mapping[str, str],
   rows = [r for r in gold if split is None or r['set'] == split]
   if not rows:
     raise ValueError('no gold questions to score'
-                     + (f' in split {split!r}' if split is not None else ''))
+                     + (f' in split {split!r} (its sets: '
+                        f'{sorted({r["set"] for r in gold})})' if split is not None else ''))
   if meteor and meteor_scorer is None:
     reason = meteor_available()
     if reason is not None:

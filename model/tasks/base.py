@@ -11,7 +11,8 @@ gathers everything that differs between datasets once the model has read the pac
 * ``model.evaluate``'s task-specific flags (:class:`Flag`) and its warning about gold entries
   without a prediction (:meth:`Task.missing_warning`);
 * the dev metric that picks ``model.finetune``'s best checkpoint and the evaluation options used
-  during fine-tuning (:attr:`Task.best_metric`, :attr:`Task.dev_options`);
+  during fine-tuning (:attr:`Task.best_metric`, :attr:`Task.dev_options`, and the options the
+  dev records imply, :meth:`Task.records_options`: NarrativeQA's split);
 * whether answers can be keyed per (question, document) (:attr:`Task.per_document`) and
   whether a records dir is (:meth:`Task.records_per_document`).
 
@@ -116,6 +117,19 @@ class Task(abc.ABC):
   def score_options(self, predictions: Mapping) -> Dict[str, Any]:
     """``evaluate`` options that go with a prediction object (e.g. how it is keyed)."""
     del predictions
+    return {}
+
+  def records_options(self, manifest: Mapping, records_dir: str = "the records dir"
+                      ) -> Dict[str, Any]:
+    """``evaluate`` options that a records dir implies when its predictions are scored against
+    the official gold file (NarrativeQA: the pipeline's ``--split``, so that questions of other
+    sets do not count as missing): what ``model.evaluate``'s flags must say for that file.
+    ValueError (one line naming ``records_dir``) where the manifest lacks what is needed."""
+    del manifest, records_dir
+    return {}
+
+  def empty_predictions(self) -> Dict:
+    """A prediction object that answers nothing (checks a gold file before any prediction)."""
     return {}
 
   # --- gold and metrics --------------------------------------------------------------------

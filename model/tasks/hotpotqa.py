@@ -32,6 +32,9 @@ class HotpotQA(base.Task):
   def count(self, predictions: Mapping) -> int:
     return len(predictions["answer"])
 
+  def empty_predictions(self) -> Dict:
+    return {"answer": {}, "sp": {}}
+
   def missing_warning(self, metrics: Mapping[str, Any]) -> Optional[str]:
     answer, sp = metrics.get("n_missing_answer", 0), metrics.get("n_missing_sp", 0)
     if not (answer or sp):

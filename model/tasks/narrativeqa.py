@@ -1,7 +1,8 @@
 """NarrativeQA (reading the full stories): predictions ``{"<document_id>: <question>": answer}``
 (the ``qaps.csv`` keys), scored with nlg-eval's ROUGE-L / BLEU / METEOR
 (:mod:`model.evaluation.narrativeqa`) against ``qaps.csv``.  ROUGE-L picks the best checkpoint;
-METEOR (Java) is left out of the dev evaluation during fine-tuning."""
+METEOR (Java) is left out of the dev evaluation during fine-tuning, which scores the rows of the
+dev records' split (their manifest's ``config.split``), as ``model.evaluate --split``."""
 
 from __future__ import annotations
 
@@ -36,6 +37,18 @@ class NarrativeQA(base.Task):
         story = doc.get("source_document_id") or doc_id
         out[official.prediction_key(story, doc["question"])] = answer
     return out
+
+  def records_options(self, manifest: Mapping, records_dir: str = "the records dir"
+                      ) -> Dict[str, Any]:
+    """``{"split": <the pipeline's --split>}``: ``qaps.csv`` holds the questions of every set,
+    and only the rows of the set the records were written from are scored (as ``model.evaluate
+    --split``); rows of other sets would count as missing answers."""
+    split = manifest.get("config", {}).get("split")
+    if not isinstance(split, str) or not split:
+      raise ValueError(f"{records_dir}: its manifest.json records no NarrativeQA split "
+                       "(config.split), so the qaps.csv rows to score are unknown; rewrite the "
+                       "records with python -m pipelines.narrativeqa --split valid")
+    return {"split": split}
 
   def load_gold(self, path: str) -> List[Dict[str, str]]:
     """The rows of a ``qaps.csv`` file (OSError / ValueError)."""

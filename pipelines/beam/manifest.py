@@ -6,7 +6,7 @@ from __future__ import annotations
 import collections
 import datetime
 import logging
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -129,28 +129,38 @@ def report_inputs(stats: Dict[str, Any], shards: List[Dict[str, Any]]) -> Dict[s
 
 
 def check_error_fraction(counts: Dict[str, int], max_error_fraction: float,
-                         output_dir: str) -> None:
-  """Raises a UserError if ``counts`` reject more than ``max_error_fraction`` of the input."""
+                         output_dir: str,
+                         rejected_by_reason: Optional[Dict[str, int]] = None) -> None:
+  """Raises a UserError if ``counts`` reject more than ``max_error_fraction`` of the input
+  (one line: the share, the top reasons, where to look and how to accept more)."""
   rejected, total = counts["rejected"], counts["input"]
   if total and rejected / total > max_error_fraction:
+    reasons = f" ({top_reasons(rejected_by_reason)})" if rejected_by_reason else ""
     raise UserError(
-        f"{rejected} of {total} input records were rejected ({rejected / total:.2%}), more "
-        f"than --max_error_fraction={max_error_fraction:g}; the job is not COMPLETED; see "
+        f"{rejected} of {total} input records were rejected{reasons}: {rejected / total:.2%}, "
+        f"more than --max_error_fraction={max_error_fraction:g}; the job is not COMPLETED; see "
         f"{FileSystems.join(output_dir, manifest_schema.DEAD_LETTER_DIR)}/ and "
-        f"{FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)}")
+        f"{FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE)}; fix the input, or "
+        f"accept the share with --max_error_fraction 1 (the rerun replaces this output)")
+
+
+def top_reasons(by_reason: Dict[str, int], shown: int = 3) -> str:
+  """``reason n, reason n, ...`` of ``by_reason`` (``stage/reason`` keys merged by reason),
+  most frequent first, at most ``shown`` of them."""
+  merged: Dict[str, int] = collections.Counter()
+  for key, n in by_reason.items():
+    merged[key.rpartition("/")[2]] += n
+  ranked = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
+  text = ", ".join(f"{reason} {n}" for reason, n in ranked[:shown])
+  more = len(ranked) - shown
+  return text + (f", {more} more reason{'' if more == 1 else 's'}" if more > 0 else "")
 
 
 def empty_run_message(counts: Dict[str, int], rejected_by_reason: Dict[str, int],
                       skipped_by_reason: Dict[str, int], output_dir: str) -> str:
   """The one line of a run that wrote no document: what happened to the input (the top
   reasons) and where to look."""
-  def top(by_reason: Dict[str, int]) -> str:
-    merged: Dict[str, int] = collections.Counter()
-    for key, n in by_reason.items():
-      merged[key.rpartition("/")[2]] += n
-    ranked = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
-    shown = ", ".join(f"{reason} {n}" for reason, n in ranked[:3])
-    return shown + (f", {len(ranked) - 3} more reasons" if len(ranked) > 3 else "")
+  top = top_reasons
 
   def records(n: int) -> str:
     return f"{n} input record{'' if n == 1 else 's'}"
@@ -204,9 +214,9 @@ def write_manifest(_, output_dir: str, header: Dict[str, Any], input_count: int,
   text = manifest_schema.dumps(m)  # validates: raises if the counters do not reconcile
   writer.write_atomically(FileSystems.join(output_dir, manifest_schema.MANIFEST_FILE),
                           [text.encode("utf-8")])
-  check_error_fraction(m["counts"], max_error_fraction, output_dir)
-  if not allow_empty:
+  if not allow_empty:  # first: a run that wrote nothing says so (with its top reasons)
     check_not_empty(m, output_dir)
+  check_error_fraction(m["counts"], max_error_fraction, output_dir, m["rejected_by_reason"])
   if report is not None:
     report(m, output_dir, report_input, stats=report_inputs(stats, shards))
   faults.fault_point("completed")  # test-only (READTWICE_FAULT_AT)

@@ -40,10 +40,13 @@ class HubSchema:
   """How a dataset reads the Hub's Parquet rows: the ``required`` columns (dotted for nested
   fields), the top-level ``columns`` to read (None: all) and ``to_record``, one row (a dict)
   -> the record the dataset's JSON reader would give for it (a module-level function, so that
-  it pickles)."""
+  it pickles).  ``for_file`` (optional): path -> a function ``(row index, row) -> record``
+  used instead of ``to_record`` for that file's rows, for records that depend on the file
+  (its name, or other rows)."""
   required: Tuple[str, ...]
   to_record: Callable[[Dict[str, Any]], Any]
   columns: Optional[Tuple[str, ...]] = None
+  for_file: Optional[Callable[[str], Callable[[int, Dict[str, Any]], Any]]] = None
 
 
 class _PlanSourceRangesFn(read._PlanRangesFn):  # pylint: disable=protected-access
@@ -75,10 +78,12 @@ class _ReadSourceRangeFn(read._ReadJsonRangeFn):  # pylint: disable=protected-ac
     dead = items = 0
     rows = iter_rows(path, self._hub.required, self._hub.columns, self._batch_size)
     try:
+      to_record = (self._hub.for_file(path) if self._hub.for_file is not None
+                   else lambda _index, row: self._hub.to_record(row))
       for index, row in enumerate(rows):
         source_id = f"{path}#{index}"
         try:
-          value = self._hub.to_record(row)
+          value = to_record(index, row)
         except Exception as e:  # pylint: disable=broad-except
           dead += 1
           stats["read/invalid_row"] = stats.get("read/invalid_row", 0) + 1

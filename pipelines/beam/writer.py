@@ -178,6 +178,28 @@ def is_own_output_dir(output_dir: str) -> bool:
   return isinstance(manifest, dict) and "schema_version" in manifest and "job" in manifest
 
 
+def owner_job(output_dir: str) -> Optional[str]:
+  """The job named by ``output_dir``'s mark (:data:`OWNER_FILE`), or None (no mark, or one
+  that is not a job's mark)."""
+  path = FileSystems.join(output_dir, OWNER_FILE)
+  try:
+    if not FileSystems.exists(path):
+      return None
+    with FileSystems.open(path) as f:
+      mark = safe_json.loads(f.read(1 << 16).decode("utf-8", "replace"), source=path)
+  except (ValueError, OSError):
+    return None
+  job = mark.get("job") if isinstance(mark, dict) else None
+  return job if isinstance(job, str) and job else None
+
+
+def _relative_names(output_dir: str, paths: Sequence[str], shown: int = 3) -> str:
+  base = output_dir.rstrip("/") + "/"
+  names = sorted(p[len(base):] if p.startswith(base) else p for p in paths)
+  return ", ".join(names[:shown]) + (f", ... ({len(names) - shown} more)"
+                                     if len(names) > shown else "")
+
+
 def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequence[str] = (),
                        job: str = "") -> bool:
   """Refuses to mix a new run's shards with an earlier run's, unless ``overwrite``.
@@ -185,7 +207,11 @@ def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequenc
   With a different shard count the old ``-of-NNNNN`` files would otherwise stay next to the
   new ones.  ``overwrite`` deletes exactly the files a job writes (nothing else), and only in
   a directory a job wrote (:func:`is_own_output_dir`): files that merely match those names in
-  someone else's directory are refused, not deleted.  Then marks the directory as a job's
+  someone else's directory are refused, not deleted.  Without ``overwrite``, the output of an
+  earlier run of the same ``job`` that did not complete (the directory's mark names ``job``,
+  no ``COMPLETED``: it failed, e.g. on ``--max_error_fraction``, or was killed) is replaced
+  too, with one warning naming what was deleted; a ``COMPLETED`` output, or one another job
+  wrote, still needs ``overwrite``.  Then marks the directory as a job's
   (:data:`OWNER_FILE`).  Returns whether ``output_dir`` existed.  Call it holding the
   directory's claim (:mod:`pipelines.beam.claim`): it also deletes a crashed run's temporary
   files.
@@ -193,25 +219,39 @@ def prepare_output_dir(output_dir: str, overwrite: bool, extra_patterns: Sequenc
   delete_tmp(output_dir)
   found = [m.path for pattern in tuple(OUTPUT_PATTERNS) + tuple(extra_patterns)
            for m in FileSystems.match([FileSystems.join(output_dir, pattern)])[0].metadata_list]
-  if found and overwrite and "://" not in output_dir and os.path.islink(
+  completed = bool(found) and FileSystems.exists(FileSystems.join(output_dir, "COMPLETED"))
+  marked_by = owner_job(output_dir) if found else None
+  # An incomplete output of this same job (its mark): a rerun replaces it without --overwrite.
+  rerun = bool(found) and not overwrite and not completed and bool(job) and marked_by == job
+  replace = overwrite or rerun
+  if found and replace and "://" not in output_dir and os.path.islink(
       output_dir.rstrip(os.sep) or os.sep):
     raise FileExistsError(
         f"{output_dir} is a symlink (to {os.path.realpath(output_dir)}); --overwrite never "
         "deletes through a symlink: give the real path as --output_dir")
-  if found and overwrite and not is_own_output_dir(output_dir):
+  if found and replace and not is_own_output_dir(output_dir):
     raise FileExistsError(
         f"{output_dir} holds files named like a job's output (e.g. {found[0]}) but no job of "
         f"this project wrote it (no {OWNER_FILE} or records manifest.json); --overwrite "
         "deletes only a job's own output: choose another --output_dir")
-  if found and not overwrite:
-    completed = FileSystems.exists(FileSystems.join(output_dir, "COMPLETED"))
-    what = ("the output of a run" if completed else
-            "the output of an earlier run that did not complete (no COMPLETED: killed, or it "
-            "failed)")
+  if found and not replace:
+    if completed:
+      what = "the output of a run"
+    elif marked_by and job and marked_by != job:
+      what = (f"the output of a {marked_by} run that did not complete (no COMPLETED), not of "
+              f"this {job} job")
+    else:
+      what = ("the output of an earlier run that did not complete (no COMPLETED: killed, or it "
+              "failed)")
     raise FileExistsError(
         f"{output_dir} already holds {what} ({len(found)} files, e.g. "
         f"{found[0]}); pass --overwrite to replace it, or choose another --output_dir.")
   if found:
+    if rerun:
+      LOGGER.warning(
+          "%s held the output of an earlier %s run that did not complete (no COMPLETED: it "
+          "failed or was killed); deleted its %d file(s) (%s) and running again",
+          output_dir, job, len(found), _relative_names(output_dir, found))
     FileSystems.delete(found)
   existed = FileSystems.exists(output_dir)
   write_atomically(FileSystems.join(output_dir, OWNER_FILE),

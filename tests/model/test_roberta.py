@@ -1,9 +1,12 @@
 """RoBERTa initialisation (model.roberta_mapping, model.roberta_checkpoint and the
 ``python -m model.roberta`` CLI): BERT_1 equals Hugging Face's RobertaModel.
 
-A tiny random RoBERTa (non-trivial LayerNorms and biases) is saved as safetensors and as a
-``torch.save``d ``pytorch_model.bin``, with a ``vocab.json`` whose order differs from our
-vocabulary; our model, initialised from it without torch, must give the same hidden states.
+Tiny random RoBERTa checkpoints (non-trivial LayerNorms and biases), saved by ``transformers``
+as safetensors and by ``torch.save`` as ``pytorch_model.bin``, with a ``vocab.json`` whose order
+differs from our vocabulary, and the hidden states (and MLM logits) ``transformers`` computed on
+fixed inputs are committed under tests/model/data/roberta/; our model, initialised from them,
+must give the same numbers.  Neither torch nor transformers is needed here: only
+``python -m tests.model.make_roberta_reference``, which regenerates that folder, needs them.
 """
 
 import json
@@ -16,67 +19,41 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+from model import configs, readtwice, roberta, roberta_checkpoint, roberta_mapping
+from tests.model import make_roberta_reference as reference
 
-from model import configs, readtwice, roberta, roberta_checkpoint, roberta_mapping  # noqa: E402
-
-L = 8  # tokens per segment = the checkpoint's positions (max_position_embeddings - 2)
+L = reference.L  # tokens per segment = the checkpoint's positions (max_position_embeddings - 2)
 ATOL = 1e-4
-HF_TOKENS = (["<s>", "<pad>", "</s>", "<unk>"] + [f"w{i}" for i in range(4, 99)] + ["<mask>"])
-# Our vocabulary: the checkpoint's tokens in another order, without <unk>, plus one it lacks.
-OUR_TOKENS = ([HF_TOKENS[i] for i in np.random.RandomState(0).permutation(len(HF_TOKENS))
-               if HF_TOKENS[i] != "<unk>"] + ["ours_only"])
-HF_ID = {t: i for i, t in enumerate(HF_TOKENS)}
-HF_CONFIG = dict(vocab_size=len(HF_TOKENS), hidden_size=32, num_attention_heads=2,
-                 num_hidden_layers=2, intermediate_size=64, max_position_embeddings=L + 2,
-                 type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0,
-                 eos_token_id=2, hidden_act="gelu")
-
-
-def _randomise(module, seed):
-  """Every parameter random: LayerNorm gains around 1, biases and the rest around 0."""
-  gen = torch.Generator().manual_seed(seed)
-  with torch.no_grad():
-    for name, p in module.named_parameters():
-      noise = 0.3 * torch.randn(p.shape, generator=gen)
-      p.copy_(1.0 + noise if ("LayerNorm" in name or "layer_norm" in name)
-              and name.endswith("weight") else noise)
-  return module.eval()
-
-
-def _save(module, directory, fmt):
-  """save_pretrained + vocab.json; ``fmt="bin"``: the weights as a torch.save'd state dict
-  (transformers 5 always writes safetensors)."""
-  module.save_pretrained(directory)
-  if fmt == "bin":
-    os.remove(os.path.join(directory, "model.safetensors"))
-    torch.save(module.state_dict(), os.path.join(directory, "pytorch_model.bin"))
-  with open(os.path.join(directory, "vocab.json"), "w") as f:
-    json.dump(HF_ID, f)
-  return str(directory)
+HF_TOKENS = reference.HF_TOKENS
+OUR_TOKENS = reference.OUR_TOKENS  # the checkpoint's tokens in another order, no <unk>, + 1
+HF_ID = reference.HF_ID
+HF_CONFIG = reference.HF_CONFIG
+REF = dict(np.load(reference.REFERENCE))
 
 
 @pytest.fixture(scope="module")
-def encoder():
-  return _randomise(transformers.RobertaModel(transformers.RobertaConfig(**HF_CONFIG),
-                                              add_pooling_layer=True), seed=1)
+def checkpoints():
+  """``{(kind, fmt): dir}`` for kind in encoder / masked_lm, fmt in safetensors / bin (the
+  committed files; tests that change one copy it first)."""
+  return {(kind, fmt): str(reference.DATA_DIR / f"{kind}_{fmt}")
+          for kind in ("encoder", "masked_lm") for fmt in ("safetensors", "bin")}
 
 
-@pytest.fixture(scope="module")
-def masked_lm():
-  return _randomise(transformers.RobertaForMaskedLM(transformers.RobertaConfig(**HF_CONFIG)),
-                    seed=2)
+def _hf_hidden(case, ours=None, mask=None):
+  """The hidden states transformers computed for reference case ``case`` (see
+  make_roberta_reference.CASES); checks that the test feeds the same inputs."""
+  if ours is not None:
+    np.testing.assert_array_equal(ours, REF[f"{case}.ours"], err_msg=f"{case}: inputs moved")
+    np.testing.assert_array_equal(mask, REF[f"{case}.mask"], err_msg=f"{case}: mask moved")
+  return REF[f"{case}.hidden"]
 
 
-@pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory, encoder, masked_lm):
-  """``{(kind, fmt): dir}`` for kind in encoder / masked_lm, fmt in safetensors / bin."""
-  out = {}
-  for kind, module in (("encoder", encoder), ("masked_lm", masked_lm)):
-    for fmt in ("safetensors", "bin"):
-      out[kind, fmt] = _save(module, tmp_path_factory.mktemp(f"{kind}_{fmt}"), fmt)
-  return out
+def test_reference_inputs_are_the_cases():
+  """The committed inputs are what ``_inputs`` draws now (numpy's RandomState is stable)."""
+  for case, _, seed, pad in reference.CASES:
+    ours, theirs, mask = _inputs(seed=seed, pad=pad)
+    for name, value in (("ours", ours), ("theirs", theirs), ("mask", mask)):
+      np.testing.assert_array_equal(value, REF[f"{case}.{name}"], err_msg=f"{case}.{name}")
 
 
 def _our_model(**overrides):
@@ -85,15 +62,7 @@ def _our_model(**overrides):
   return readtwice.build_model(config, seq_length=L)
 
 
-def _inputs(seed=0, n=3, pad=(0, 0, 0)):
-  """``(our_ids, hf_ids, mask)`` int ``[n, L]``: random tokens both vocabularies hold (no
-  ``<pad>``, which moves RoBERTa's position ids), and the last ``pad[i]`` tokens padding."""
-  shared = [i for i, t in enumerate(OUR_TOKENS) if t in HF_ID and t != "<pad>"]
-  ours = np.random.RandomState(seed).choice(shared, size=(n, L))
-  mask = (np.arange(L)[None] < L - np.array(pad)[:, None]).astype(np.int32)
-  ours = np.where(mask > 0, ours, OUR_TOKENS.index("<pad>"))
-  theirs = np.vectorize(lambda i: HF_ID[OUR_TOKENS[i]])(ours)
-  return ours, theirs, mask
+_inputs = reference.inputs  # (our_ids, hf_ids, mask): the reference cases' inputs
 
 
 def _bert_1(model, ours, mask):
@@ -106,12 +75,6 @@ def _bert_1(model, ours, mask):
   return x.numpy()
 
 
-def _hf_hidden(module, theirs, mask):
-  with torch.no_grad():
-    out = module(input_ids=torch.tensor(theirs), attention_mask=torch.tensor(mask))
-  return out.last_hidden_state.numpy()
-
-
 def _max_diff(a, b, mask):
   assert a.shape == b.shape
   return float(np.abs(a - b)[mask > 0].max())
@@ -119,7 +82,7 @@ def _max_diff(a, b, mask):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["safetensors", "bin"])
-def test_bert_1_matches_hf_roberta(fmt, checkpoints, encoder):
+def test_bert_1_matches_hf_roberta(fmt, checkpoints):
   model = _our_model()
   report = roberta_mapping.initialize_from_roberta(model, checkpoints["encoder", fmt], OUR_TOKENS)
   assert report["layers_initialised"] == 2 and report["layers_random"] == 0
@@ -127,53 +90,49 @@ def test_bert_1_matches_hf_roberta(fmt, checkpoints, encoder):
   assert report["vocab"]["missing_examples"] == ["ours_only"]
   assert report["heads"] == {"mlm_head": False}
   assert report["unused_tensors"] == ["pooler.dense.bias", "pooler.dense.weight"]
-  for pad in [(0, 0, 0), (3, 1, 0)]:
-    ours, theirs, mask = _inputs(pad=pad)
-    diff = _max_diff(_bert_1(model, ours, mask), _hf_hidden(encoder, theirs, mask), mask)
+  for case, pad in [("encoder_pad0", (0, 0, 0)), ("encoder_pad310", (3, 1, 0))]:
+    ours, _, mask = _inputs(pad=pad)
+    diff = _max_diff(_bert_1(model, ours, mask), _hf_hidden(case, ours, mask), mask)
     print(f"{fmt} pad={pad}: max |ours - HF| = {diff:.3g}")
     assert diff < ATOL
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["safetensors", "bin"])
-def test_masked_lm_checkpoint_initialises_bert_1_and_mlm_head(fmt, checkpoints, masked_lm):
+def test_masked_lm_checkpoint_initialises_bert_1_and_mlm_head(fmt, checkpoints):
   model = _our_model()
   report = roberta_mapping.initialize_from_roberta(model, checkpoints["masked_lm", fmt], OUR_TOKENS)
   assert report["heads"] == {"mlm_head": True}
   assert report["unused_tensors"] == []  # decoder weight/bias (bin) are tied copies
-  ours, theirs, mask = _inputs(seed=1, pad=(2, 0, 0))
+  ours, _, mask = _inputs(seed=1, pad=(2, 0, 0))
   x = _bert_1(model, ours, mask)
-  assert _max_diff(x, _hf_hidden(masked_lm.roberta, theirs, mask), mask) < ATOL
-  positions = np.array([[0, 3], [1, 7], [5, 6]])
+  assert _max_diff(x, _hf_hidden("masked_lm", ours, mask), mask) < ATOL
+  positions = reference.MLM_POSITIONS
   logits = model.mlm_head(tf.constant(x), tf.constant(positions)).numpy()  # [N, P, V_ours]
-  with torch.no_grad():
-    hf = masked_lm(input_ids=torch.tensor(theirs), attention_mask=torch.tensor(mask)).logits
-  hf = np.take_along_axis(hf.numpy(), positions[..., None], axis=1)  # [N, P, V_hf]
+  hf = REF["masked_lm.logits"]  # [N, P, V_hf] at the same positions
   mapped = [i for i, t in enumerate(OUR_TOKENS) if t in HF_ID]
   hf_columns = [HF_ID[OUR_TOKENS[i]] for i in mapped]
   np.testing.assert_allclose(logits[..., mapped], hf[..., hf_columns], atol=ATOL)
 
 
-def test_missing_token_gets_the_mean_row(checkpoints, masked_lm):
+def test_missing_token_gets_the_mean_row(checkpoints):
   model = _our_model()
   path = checkpoints["masked_lm", "safetensors"]
   roberta_mapping.initialize_from_roberta(model, path, OUR_TOKENS)
   missing = OUR_TOKENS.index("ours_only")
-  words = masked_lm.roberta.embeddings.word_embeddings.weight.detach().numpy()
+  words = REF["masked_lm.word_embeddings"]
   table = model.token_embedding.embeddings.numpy()
   np.testing.assert_allclose(table[missing], words.mean(0), atol=1e-6)
   np.testing.assert_array_equal(table[OUR_TOKENS.index("w7")], words[HF_ID["w7"]])
-  bias = masked_lm.lm_head.bias.detach().numpy()
+  bias = REF["masked_lm.lm_head_bias"]
   np.testing.assert_allclose(model.mlm_head.output_bias.numpy()[missing], bias.mean(),
                              atol=1e-6)
 
 
-def test_position_table_folds_offset_and_token_type(checkpoints, encoder):
+def test_position_table_folds_offset_and_token_type(checkpoints):
   model = _our_model()
   roberta_mapping.initialize_from_roberta(model, checkpoints["encoder", "safetensors"], OUR_TOKENS)
-  emb = encoder.embeddings
-  want = (emb.position_embeddings.weight.detach().numpy()[2:2 + L]
-          + emb.token_type_embeddings.weight.detach().numpy()[0])
+  want = (REF["encoder.position_embeddings"][2:2 + L] + REF["encoder.token_type_embeddings"][0])
   np.testing.assert_allclose(model.position_embedding.embeddings.numpy(), want, atol=1e-7)
 
 
@@ -215,14 +174,14 @@ def test_incompatible_checkpoints_raise(checkpoints, tmp_path):
 
 
 @pytest.mark.slow
-def test_layer_count(checkpoints, encoder):
+def test_layer_count(checkpoints):
   path = checkpoints["encoder", "safetensors"]
   shallow = _our_model(num_layers_first=1)
   with pytest.raises(ValueError, match="truncate_layers"):
     roberta_mapping.initialize_from_roberta(shallow, path, OUR_TOKENS)
   report = roberta_mapping.initialize_from_roberta(shallow, path, OUR_TOKENS, truncate_layers=True)
   assert report["layers_initialised"] == 1
-  kernel = encoder.encoder.layer[0].intermediate.dense.weight.detach().numpy().T
+  kernel = REF["encoder.layer0_intermediate_weight"].T
   np.testing.assert_array_equal(shallow.first_read.blocks[0].intermediate.kernel.numpy(), kernel)
   deep = _our_model(num_layers_first=3)
   report = roberta_mapping.initialize_from_roberta(deep, path, OUR_TOKENS)
@@ -230,7 +189,7 @@ def test_layer_count(checkpoints, encoder):
 
 
 @pytest.mark.slow
-def test_without_vocab_json_needs_same_vocab(checkpoints, encoder, tmp_path):
+def test_without_vocab_json_needs_same_vocab(checkpoints, tmp_path):
   path = shutil.copytree(checkpoints["encoder", "bin"], tmp_path / "novocab")
   os.remove(path / "vocab.json")
   model = _our_model(vocab_size=len(HF_TOKENS))
@@ -238,33 +197,22 @@ def test_without_vocab_json_needs_same_vocab(checkpoints, encoder, tmp_path):
     roberta_mapping.initialize_from_roberta(model, str(path))
   report = roberta_mapping.initialize_from_roberta(model, str(path), same_vocab=True)
   assert report["vocab"]["mode"] == "same_vocab"
-  ours, theirs, mask = _inputs(seed=2)
-  assert _max_diff(_bert_1(model, theirs, mask), _hf_hidden(encoder, theirs, mask), mask) < ATOL
+  _, theirs, mask = _inputs(seed=2)
+  assert _max_diff(_bert_1(model, theirs, mask), _hf_hidden("encoder_seed2"), mask) < ATOL
   with pytest.raises(ValueError, match="same_vocab"):
     roberta_mapping.initialize_from_roberta(_our_model(vocab_size=101), str(path), same_vocab=True)
 
 
-def test_readers_decode_dtypes_and_strided_views(tmp_path):
-  from safetensors.torch import save_file
-
-  base = torch.randn(5, 6)
-  tensors = {"f32": base, "f16": base.half(), "bf16": base.bfloat16(), "i64": torch.arange(4)}
-  views = {"transposed": base.t(), "slice": base[1:, 2:], **tensors}  # bin: shared storages
-  for name, fmt in (("st", "safetensors"), ("bin", "bin")):
-    d = tmp_path / name
-    d.mkdir()
-    (d / "config.json").write_text("{}")
-    if fmt == "safetensors":
-      save_file({k: v.contiguous() for k, v in tensors.items()}, str(d / "model.safetensors"))
-      want = tensors
-    else:
-      torch.save(views, str(d / "pytorch_model.bin"))
-      want = views
-    _, got = roberta_checkpoint.load_hf_checkpoint(str(d))
+def test_readers_decode_dtypes_and_strided_views():
+  """F32/F16/BF16/I64 written by safetensors.torch; in the torch.save'd ``.bin`` also a
+  transposed view and a slice sharing one storage with them."""
+  tensors = ["f32", "f16", "bf16", "i64"]
+  for fmt, want in (("safetensors", tensors), ("bin", tensors + ["transposed", "slice"])):
+    _, got = roberta_checkpoint.load_hf_checkpoint(str(reference.DATA_DIR / f"dtypes_{fmt}"))
     assert sorted(got) == sorted(want)
-    for k, v in want.items():
-      np.testing.assert_array_equal(got[k], v.float().numpy() if v.is_floating_point()
-                                    else v.numpy(), err_msg=f"{fmt} {k}")
+    for k in want:
+      np.testing.assert_array_equal(got[k], REF[f"dtypes.{k}"], err_msg=f"{fmt} {k}")
+  assert REF["dtypes.f16"].dtype == np.float32 and REF["dtypes.i64"].dtype == np.int64
 
 
 @pytest.mark.parametrize("fmt", ["safetensors", "bin"])
@@ -304,7 +252,7 @@ def test_bin_reader_refuses_forbidden_globals(tmp_path):
 
 
 @pytest.mark.slow
-def test_cli_writes_a_restorable_checkpoint(checkpoints, encoder, tmp_path, capsys):
+def test_cli_writes_a_restorable_checkpoint(checkpoints, tmp_path, capsys):
   vocab_file = tmp_path / "ours.json"
   vocab_file.write_text(json.dumps({t: i for i, t in enumerate(OUR_TOKENS)}))
   out = str(tmp_path / "out")
@@ -318,8 +266,8 @@ def test_cli_writes_a_restorable_checkpoint(checkpoints, encoder, tmp_path, caps
   assert config.use_memory and config.hidden_size == 32
   model = readtwice.build_model(config, seq_length=L)
   tf.train.Checkpoint(model=model).restore(tf.train.latest_checkpoint(out)).expect_partial()
-  ours, theirs, mask = _inputs(seed=3, pad=(1, 0, 4))
-  assert _max_diff(_bert_1(model, ours, mask), _hf_hidden(encoder, theirs, mask), mask) < ATOL
+  ours, _, mask = _inputs(seed=3, pad=(1, 0, 4))
+  assert _max_diff(_bert_1(model, ours, mask), _hf_hidden("encoder_cli", ours, mask), mask) < ATOL
 
 
 def test_cli_usage_errors(tmp_path, capsys):
@@ -344,8 +292,9 @@ def test_default_tokens_are_the_tokenizers():
 @pytest.mark.slow
 def test_pretrain_driver_starts_from_roberta(tmp_path, capsys):
   """``model.pretrain --init_roberta``: the records' real vocabulary (GPT-2 ids + specials)
-  mapped into a RoBERTa-ordered ``vocab.json`` (``<s> <pad> </s> <unk>`` first, as RoBERTa's);
-  BERT_1 of the run's first model equals the checkpoint's encoder."""
+  mapped into a RoBERTa-ordered ``vocab.json`` (``<s> <pad> </s> <unk>`` first, as RoBERTa's,
+  then 95 of our tokens and ``<mask>``: the rest of ours get the mean row); BERT_1 of the run's
+  first model equals the checkpoint's encoder."""
   from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
   from model import pretrain  # pylint: disable=g-import-not-at-top
   from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
@@ -356,14 +305,11 @@ def test_pretrain_driver_starts_from_roberta(tmp_path, capsys):
            "--segments_per_pack", "8", "--max_question_tokens", "8"]
   assert wikipedia.main(["--input", dump, "--output_dir", records] + small) == 0
   ours = roberta_mapping.default_tokens()  # what the pipeline's tokenizer numbers
-  specials = ["<s>", "<pad>", "</s>", "<unk>"]
-  hf_tokens = specials + [t for t in ours if t not in specials + ["<mask>"]] + ["<mask>"]
-  config = dict(HF_CONFIG, vocab_size=len(hf_tokens), max_position_embeddings=64 + 2)
-  hf = _randomise(transformers.RobertaModel(transformers.RobertaConfig(**config)), seed=5)
-  hf_dir = str(tmp_path / "hf")
-  hf.save_pretrained(hf_dir)
-  with open(os.path.join(hf_dir, "vocab.json"), "w") as f:
-    json.dump({t: i for i, t in enumerate(hf_tokens)}, f)
+  hf_dir = str(reference.DATA_DIR / "pretrain")
+  with open(os.path.join(hf_dir, "vocab.json")) as f:
+    hf_vocab = json.load(f)
+  hf_tokens = sorted(hf_vocab, key=hf_vocab.get)
+  assert hf_tokens == reference.pretrain_hf_tokens(ours)
   capsys.readouterr()
   model_dir = str(tmp_path / "m")
   assert pretrain.main(["--records_dir", records, "--model_dir", model_dir, "--init_roberta",
@@ -371,19 +317,17 @@ def test_pretrain_driver_starts_from_roberta(tmp_path, capsys):
                         "1e-12", "--log_every", "1"]) == 0
   lines = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
   report = next(x for x in lines if "initialised_from_roberta" in x)
-  assert report["vocab"]["missing"] == 0
+  assert report["vocab"]["missing"] == len(set(ours) - set(hf_tokens)) == len(ours) - 99
   mc, _ = configs.load_configs(model_dir)
   assert (mc.hidden_size, mc.num_layers_first, mc.memory_source) == (32, 2, "entity")
   model = readtwice.build_model(mc, 64, 2)
   tf.train.Checkpoint(model=model).restore(tf.train.latest_checkpoint(model_dir)).expect_partial()
-  index = {t: i for i, t in enumerate(hf_tokens)}
-  rng = np.random.RandomState(4)
-  our_ids = rng.randint(0, len(ours), size=[2, 64])
-  their_ids = np.vectorize(lambda i: index[ours[i]])(our_ids)
-  mask = np.ones([2, 64], np.int32)
+  our_ids, their_ids, mask = reference.pretrain_inputs(ours, hf_tokens)
+  np.testing.assert_array_equal(our_ids, REF["pretrain.ours"])
+  np.testing.assert_array_equal(their_ids, REF["pretrain.theirs"])
   # One step at a learning rate of 1e-12 leaves the weights at RoBERTa's.  (BERT_1 by hand:
   # first_pass would also extract entity memories, which need mention inputs.)
   x = (model.token_embedding(tf.constant(our_ids))
        + model.position_embedding(tf.range(64))[None])
   x = model.first_read(model.embedding_norm(x), attention_mask=tf.constant(mask))
-  assert _max_diff(x.numpy(), _hf_hidden(hf, their_ids, mask), mask) < ATOL
+  assert _max_diff(x.numpy(), REF["pretrain.hidden"], mask) < ATOL

@@ -15,11 +15,13 @@ from pipelines.text.tokenizer import Encoded
 SPECIAL = {"cls": 0, "pad": 1, "sep": 2, "mask": 3}
 
 # A small job configuration (48-token segments, 8 per pack, 2 shards) and a context of three
-# paragraphs, shared by the pipeline tests.
+# paragraphs, shared by the pipeline tests.  Their inputs mix a few good records with bad ones
+# on purpose, more than the default error budget (--max_error_fraction 0.1) allows: any share
+# is accepted here (tests/test_bad_inputs.py tests the budget).
 SMALL = RecordsConfig(
     segmenter=SegmenterConfig(seq_length=48, overlap=8, max_segments_per_document=6,
                               max_question_tokens=12),
-    segments_per_pack=8, num_shards=2)
+    segments_per_pack=8, num_shards=2, max_error_fraction=1.0)
 
 PARIS = [["Paris", ["Paris is the capital of France.", " It hosts the Louvre."]],
          ["Lyon", ["Lyon is a city in France.", " Paris is north of it."]],

@@ -149,4 +149,5 @@ def check_report(out: str) -> Dict[str, Any]:
 # Small segments, so that small inputs still make several segments and packs (as the golden
 # outputs' runs).
 FLAGS = ["--seq_length", "64", "--overlap", "8", "--max_segments_per_document", "4",
-         "--segments_per_pack", "8", "--max_question_tokens", "12", "--log_level", "WARNING"]
+         "--segments_per_pack", "8", "--max_question_tokens", "12", "--log_level", "WARNING",
+         "--max_error_fraction", "1"]  # the inputs mix in bad records on purpose

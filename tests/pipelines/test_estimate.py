@@ -107,7 +107,12 @@ def check_figures(e: dict, name: str) -> None:
   assert usd["total"] == pytest.approx(usd["vcpu"] + usd["memory"] + usd["disk"])
   loc = e["local"]
   assert loc["cores"] == os.cpu_count()
-  assert loc["hours"] == pytest.approx(e["cpu_hours"] / cost.cpu_per_wall)
+  share = loc["share"]  # this process' CPU per wall s, bounded
+  assert estimate.SHARE_BOUNDS[0] <= share <= estimate.SHARE_BOUNDS[1]
+  parallel = min(os.cpu_count(), share * estimate.JOB_PARALLELISM)
+  assert loc["hours"] * 3600 == pytest.approx(cost.fixed_cpu_s / share
+                                              + cost.cpu_s_per_mb * mb / parallel, rel=1e-3)
+  assert e["annotation"] is None  # no --ner
   assert e["assumptions"] and all(isinstance(a, str) for a in e["assumptions"])
 
 
@@ -322,7 +327,8 @@ def test_cloud_ner_names_dry_run(small_input, tmp_path, private_tmp, capsys):
                                       str(tmp_path / "o"), "--estimate", "--ner", "cloud",
                                       "--nl_cache_dir", str(tmp_path / "cache")], capsys)
   assert code == 0, err
-  assert "run --dry_run for the Cloud NL units" in json.loads(lines[-1])["cloud_nl"]
+  cloud = json.loads(lines[-1])["cloud_nl"]
+  assert cloud["units"] >= 1 and cloud["usd"] > 0 and "--dry_run" in cloud["note"]
   assert not (tmp_path / "cache").exists() and not (tmp_path / "o").exists()
 
 

@@ -188,6 +188,8 @@ def test_temporary_files_are_never_records_and_are_gone_after_a_failure(small_in
     hotpotqa.main(["--input", small_input, "--output_dir", out] + SMALL)
   assert renamed
   for path in renamed:  # the job's own temporary files are all under .tmp/
+    if path.endswith(writer.OWNER_FILE):  # the dir's mark, written atomically beside it
+      continue
     assert os.path.dirname(path) == os.path.join(out, ".tmp"), path
     assert not os.path.basename(path).startswith("records-")
   _assert_no_leftovers(out)
@@ -248,7 +250,8 @@ def test_a_parquet_file_without_the_hub_columns_fails_naming_the_reason(tmp_path
   m = json.load(open(os.path.join(out, "manifest.json")))
   assert m["counts"] == {"input": 1, "written": 0, "skipped": 0, "rejected": 1}
   # --allow_empty: the rare run where nothing is the right answer.
-  proc = _job("--input", src, "--output_dir", out, *SMALL, "--overwrite", "--allow_empty")
+  proc = _job("--input", src, "--output_dir", out, *SMALL, "--overwrite", "--allow_empty",
+              "--max_error_fraction", "1")
   assert proc.returncode == 0, proc.stderr
   assert os.path.exists(os.path.join(out, "COMPLETED"))
   assert json.loads(proc.stdout.splitlines()[-1])["counts"]["written"] == 0
@@ -523,3 +526,86 @@ def test_overwrite_deletes_only_in_a_dir_a_job_wrote(tmp_path):
   os.remove(old / "notes.txt")
   writer.remove_if_empty(str(old), existed=False)
   assert not old.exists()
+
+
+def _failed_run(out, job="hotpotqa"):
+  """What a failed run of ``job`` leaves (its mark, dead letters and a manifest, no
+  COMPLETED), plus a file that is not a job's."""
+  (out / "dead_letter").mkdir(parents=True)
+  (out / "dead_letter" / "dead_letter-00000-of-00001.jsonl").write_text("{}\n")
+  (out / "manifest.json").write_text(json.dumps({"schema_version": "1.0", "job": job}))
+  (out / writer.OWNER_FILE).write_text(json.dumps({"job": job, "written_by": "readtwice"}))
+  (out / "notes.txt").write_text("kept")
+
+
+def test_a_rerun_replaces_its_own_incomplete_output_with_one_warning(tmp_path, caplog):
+  """Issue 41: the identical rerun of a failed run needs no --overwrite; a COMPLETED output,
+  another job's incomplete output and files no job wrote are still refused."""
+  out = tmp_path / "failed"
+  _failed_run(out)
+  with caplog.at_level("WARNING"):
+    assert writer.prepare_output_dir(str(out), overwrite=False, job="hotpotqa")
+  warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+  assert len(warnings) == 1 and "\n" not in warnings[0], warnings
+  assert "did not complete" in warnings[0] and "deleted its 2 file(s)" in warnings[0]
+  assert "dead_letter/dead_letter-00000-of-00001.jsonl, manifest.json" in warnings[0]
+  assert sorted(os.listdir(out)) == [writer.OWNER_FILE, "dead_letter", "notes.txt"]
+  assert os.listdir(out / "dead_letter") == []
+  other = tmp_path / "other_job"
+  _failed_run(other, job="books")
+  with pytest.raises(FileExistsError, match="the output of a books run that did not complete "
+                                            r"\(no COMPLETED\), not of this hotpotqa job"):
+    writer.prepare_output_dir(str(other), overwrite=False, job="hotpotqa")
+  done = tmp_path / "completed"
+  _failed_run(done)
+  (done / "COMPLETED").write_text("")
+  with pytest.raises(FileExistsError, match="already holds the output of a run "):
+    writer.prepare_output_dir(str(done), overwrite=False, job="hotpotqa")
+  unmarked = tmp_path / "unmarked"
+  _failed_run(unmarked)
+  (unmarked / writer.OWNER_FILE).unlink()
+  with pytest.raises(FileExistsError, match="an earlier run that did not complete"):
+    writer.prepare_output_dir(str(unmarked), overwrite=False, job="hotpotqa")
+  os.symlink(out, tmp_path / "link")
+  (out / "manifest.json").write_text("{}")
+  with pytest.raises(FileExistsError, match="never deletes through a symlink"):
+    writer.prepare_output_dir(str(tmp_path / "link"), overwrite=False, job="hotpotqa")
+  for d in (other, done, unmarked, out):  # nothing deleted by a refusal
+    assert (d / "manifest.json").exists(), d
+
+
+@pytest.mark.slow
+def test_the_identical_rerun_of_a_failed_run_succeeds(tmp_path):
+  """End to end: a run that fails on --max_error_fraction, then the same command with the bad
+  record fixed, no --overwrite."""
+  good = [hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARAS)
+          for i in range(2)]
+  path = write_json(tmp_path / "in.json", good + [{"_id": "bad"}, 7])
+  out = tmp_path / "out"
+  first = _job("--input", path, "--output_dir", out, *SMALL)
+  assert first.returncode == 1 and not (out / "COMPLETED").exists()
+  assert os.listdir(out / "dead_letter")
+  write_json(tmp_path / "in.json", good)
+  second = _job("--input", path, "--output_dir", out, *SMALL)
+  assert second.returncode == 0, second.stderr
+  assert (out / "COMPLETED").exists()
+  lines = [l for l in second.stderr.splitlines() if "did not complete" in l]
+  assert len(lines) == 1 and "WARNING" in lines[0], second.stderr
+  assert json.loads(second.stdout.strip().splitlines()[-1])["counts"]["rejected"] == 0
+
+
+def test_the_error_budget_line_names_the_top_reasons():
+  from pipelines.beam.manifest import check_error_fraction  # pylint: disable=g-import-not-at-top
+  from pipelines.errors import UserError  # pylint: disable=g-import-not-at-top
+  counts = {"input": 7, "written": 3, "skipped": 0, "rejected": 4}
+  by_reason = {"read/invalid_json": 1, "parse/bad_field": 2, "parse/missing_context_file": 1}
+  check_error_fraction(counts, 0.6, "o", by_reason)  # 57% <= 60%: no error
+  with pytest.raises(UserError) as e:
+    check_error_fraction(counts, 0.1, "o", dict(by_reason, **{"labels/missing_answer": 0}))
+  line = str(e.value)
+  assert "\n" not in line
+  assert ("4 of 7 input records were rejected (bad_field 2, invalid_json 1, "
+          "missing_context_file 1, 1 more reason): 57.14%, more than "
+          "--max_error_fraction=0.1; the job is not COMPLETED; see o/dead_letter/") in line
+  assert line.endswith("accept the share with --max_error_fraction 1 (the rerun replaces "
+                       "this output)")

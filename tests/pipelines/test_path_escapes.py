@@ -28,7 +28,8 @@ from tests.pipelines.datasets.triviaqa.test_dataset import (PARIS_ANSWER, WEB_PA
                                                             write_question_file)
 
 SMALL = ["--seq_length", "64", "--overlap", "8", "--max_segments_per_document", "4",
-         "--segments_per_pack", "8", "--max_question_tokens", "12", "--log_level", "WARNING"]
+         "--segments_per_pack", "8", "--max_question_tokens", "12", "--log_level", "WARNING",
+         "--max_error_fraction", "1"]  # the hostile records are most of each input, on purpose
 SECRET = "SECRET-OUTSIDE-TEXT"
 
 

@@ -177,3 +177,18 @@ def test_a_run_on_one_worker_reads_a_json_file_whole_and_several_workers_in_rang
                      sorted((p.name, p.read_bytes()) for p in out.glob("records-*")))
   assert outputs["one"][0] is None and outputs["two"][0] > 2
   assert outputs["one"][1] == outputs["two"][1] and outputs["one"][1]
+
+
+def test_a_spacy_model_that_is_not_installed_is_one_line_before_any_work(tmp_path, capsys):
+  from pipelines import books  # pylint: disable=g-import-not-at-top
+  (tmp_path / "a.txt").write_text("A book about Paris.\n" * 20)
+  out = tmp_path / "out"
+  code = books.main(["--input", str(tmp_path / "a.txt"), "--output_dir", str(out), "--ner",
+                     "spacy", "--spacy_model", "en_core_web_not_installed", "--log_level",
+                     "WARNING"])
+  assert code == 1
+  assert capsys.readouterr().err.splitlines() == [
+      "python -m pipelines.books: error: --spacy_model 'en_core_web_not_installed' is not "
+      "installed: spaCy models are installed as Python packages (e.g. pip install "
+      "en-core-web-sm), never downloaded at run time; use blank:<lang> for a blank pipeline"]
+  assert not out.exists()

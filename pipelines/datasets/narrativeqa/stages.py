@@ -101,6 +101,7 @@ class ReadQuestionsFn(beam.DoFn):
 
   def process(self, path: str):
     records = other = dead = uncertain = 0
+    other_sets: Dict[str, int] = {}
     for line, row in read_csv(path, reader.QUESTION_COLUMNS, truncated_is_bad_input=True):
       source_id = f"{path}:{line}"
       if isinstance(row, BadInput):
@@ -109,20 +110,49 @@ class ReadQuestionsFn(beam.DoFn):
         yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("read", source_id, row))
       elif row["set"] != self._split:
         other += 1
+        other_sets[row["set"]] = other_sets.get(row["set"], 0) + 1
       else:
         records += 1
         yield row["document_id"], (source_id, row)
+    if not records and not dead:  # a wrong --split (or file), not an empty dataset
+      raise UserError(no_questions_message(path, self._split, other_sets))
     yield beam.pvalue.TaggedOutput(INPUT_COUNT, records + dead)
     yield beam.pvalue.TaggedOutput(STATS, {"read/records": records,
                                            "read/other_split_rows": other,
                                            "read/uncertain_regions": uncertain})
 
 
+def no_questions_message(path: str, split: str, other_sets: Dict[str, int]) -> str:
+  """The one line of a qaps.csv without a question of --split ``split``."""
+  if not other_sets:
+    return (f"{path} holds no question (only its header line): --input names NarrativeQA's "
+            "qaps.csv (document_id,set,question,answer1,answer2,...)")
+  sets = ", ".join(f"{name!r} {n}" for name, n in sorted(other_sets.items(),
+                                                          key=lambda kv: (-kv[1], kv[0])))
+  return (f"{path} holds no question of --split {split} (its set column: {sets}): pass the "
+          f"--split of your questions, or fix the set column of their rows (train, valid or "
+          f"test)")
+
+
+# A row of documents.csv / summaries.csv for another split than --split: (story id, this), so
+# that a question whose story is listed under another split can say so.
+OTHER_SPLIT = "_other_split"
+
+
+def _in_split(value) -> bool:
+  return not (isinstance(value, dict) and OTHER_SPLIT in value)
+
+
 def read_keyed(path: str, columns: Sequence[str], split: str, value: str):
-  """(story id, row or row[value]) of a documents.csv / summaries.csv for the split."""
+  """(story id, row or row[value]) of a documents.csv / summaries.csv for the split; a row of
+  another split is ``(story id, {OTHER_SPLIT: its set})``."""
   for _, row in read_csv(path, columns):
-    if not isinstance(row, BadInput) and row["set"] == split:
+    if isinstance(row, BadInput):
+      continue
+    if row["set"] == split:
       yield row["document_id"], (row[value] if value else row)
+    else:
+      yield row["document_id"], {OTHER_SPLIT: row["set"]}
 
 
 class StoryFn(beam.DoFn):
@@ -148,7 +178,8 @@ regular or is over --max_input_file_bytes: reason ``path_outside_root``, ...).""
     document_id, joined = element
     rows = sorted(joined["questions"], key=lambda q: keys.split_source_id(q[0]))
     if not rows:
-      self._stats.count("parse/stories_without_questions")
+      if any(_in_split(v) for tag in (STORY, SUMMARY) for v in joined.get(tag) or ()):
+        self._stats.count("parse/stories_without_questions")
       return
     self._stats.count("parse/input", len(rows))
     questions = []
@@ -160,7 +191,7 @@ regular or is over --max_input_file_bytes: reason ``path_outside_root``, ...).""
     if not questions:
       return
     try:
-      text, paragraphs, stats = self._text(document_id, joined)
+      text, paragraphs, stats = self._text(document_id, joined, rows[0][1].get("set", ""))
     except Exception as e:  # pylint: disable=broad-except  # every question, one reason
       for source_id, _ in questions:
         yield beam.pvalue.TaggedOutput(DEAD_LETTER, failure("parse", source_id, e))
@@ -172,17 +203,20 @@ regular or is over --max_input_file_bytes: reason ``path_outside_root``, ...).""
     self._stats.count("parse/output", len(questions))
     yield from reader.question_documents(document_id, text, paragraphs, questions)
 
-  def _text(self, document_id: str, joined):
+  def _text(self, document_id: str, joined, split: str):
     if self._context == "summary":
-      summaries = joined.get("summary") or []
+      summaries = [v for v in joined.get("summary") or () if _in_split(v)]
       if not summaries:
+        _raise_if_other_split(document_id, joined.get("summary"), split, "summaries.csv")
         raise BadInput("missing_summary", f"summaries.csv has no summary of {document_id}")
       text, paragraphs = reader.summary_text(summaries[0])
       return text, paragraphs, {}
-    stories = joined.get("story") or []
+    stories = [v for v in joined.get("story") or () if _in_split(v)]
     if not stories:
-      raise BadInput("unknown_document", f"documents.csv has no row for {document_id} in "
-                                         f"this split")
+      _raise_if_other_split(document_id, joined.get("story"), split, "documents.csv")
+      raise BadInput("unknown_document", f"documents.csv has no row for {document_id}, which "
+                                         f"qaps.csv names: add the story's row (the official "
+                                         f"documents.csv has every story)")
     row = stories[0]
     if "content" in row:  # a Hub row: the story file's bytes are inside it
       return reader.story_text(row["content"], row.get("kind", ""), row["story_start"],
@@ -196,10 +230,33 @@ regular or is over --max_input_file_bytes: reason ``path_outside_root``, ...).""
     except FileNotFoundError as e:
       path = FileSystems.join(self._stories_dir, name)
       raise BadInput("missing_story_file", f"{path} does not exist") from e
-    return reader.story_text(data, row.get("kind", ""), row["story_start"], row["story_end"])
+    try:
+      return reader.story_text(data, row.get("kind", ""), row["story_start"], row["story_end"])
+    except BadInput as e:
+      if e.reason not in ("missing_story_start", "missing_story_end"):
+        raise
+      path = FileSystems.join(self._stories_dir, name)
+      marker, where = (("story_start", "from story_start on") if e.reason == "missing_story_start"
+                       else ("story_end", "up to story_end"))
+      raise BadInput(e.reason, (
+          f"{path}: {e.detail} ({marker} of its documents.csv row): the file is not the whole "
+          f"story documents.csv describes (an excerpt, or another edition); put the story "
+          f"that download_stories.sh fetches there (its text {where}), or correct the row's "
+          f"{marker}")) from e
 
   def finish_bundle(self):
     yield from self._stats.emit()
+
+
+def _raise_if_other_split(document_id: str, values, split: str, table: str) -> None:
+  """BadInput ``document_in_other_split`` when ``table`` lists the story under another set
+  than its questions' (a split mismatch between qaps.csv and documents.csv)."""
+  others = sorted({v[OTHER_SPLIT] for v in values or () if not _in_split(v)})
+  if others:
+    raise BadInput("document_in_other_split", (
+        f"{table} lists {document_id} in set {', '.join(others)}, but qaps.csv asks its "
+        f"questions in set {split} (--split {split}): make the set column of the story's "
+        f"{table} row and of its qaps.csv rows agree"))
 
 
 class ReadHubQuestionsFn(beam.DoFn):

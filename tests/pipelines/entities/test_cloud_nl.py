@@ -224,6 +224,7 @@ def _flags(server, tmp_path, entities_dir, *extra):
   return ["--ner", "cloud", "--nl_endpoint", server.endpoint, "--nl_insecure_channel",
           "--nl_cache_dir", str(tmp_path / "cache"), "--entities_dir", entities_dir,
           "--nl_initial_backoff_s", "0.01", "--nl_requests_per_minute", "60000",
+          "--max_error_fraction", "1",  # failed requests are dead letters here, on purpose
           *extra] + SMALL
 
 

@@ -11,7 +11,8 @@ import pytest
 from schemas import documents as documents_schema
 from schemas import manifest as manifest_schema
 from pipelines import narrativeqa
-from pipelines.datasets.narrativeqa import reader
+from pipelines.datasets.narrativeqa import reader, stages
+from pipelines.errors import UserError
 from tests.pipelines.helpers import read_records
 
 SAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "shared", "samples",
@@ -105,8 +106,8 @@ def _dead(out):
 def test_stories_are_read_once_and_every_question_is_accounted_for(tmp_path):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
-  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test"]
-                          + FLAGS) == 0
+  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test",
+                           "--max_error_fraction", "1"] + FLAGS) == 0
   m = _manifest(out)
   # 8 test questions (the train one is not an input): 4 written, 4 dead letters.
   assert m["counts"] == {"input": 8, "written": 4, "skipped": 0, "rejected": 4}
@@ -152,7 +153,7 @@ def test_summary_context(tmp_path):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
   assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test",
-                           "--context", "summary"] + FLAGS) == 0
+                           "--context", "summary", "--max_error_fraction", "1"] + FLAGS) == 0
   m = _manifest(out)
   assert m["counts"]["written"] == 3  # book1 (2 questions) and script1 have summaries
   assert m["rejected_by_reason"] == {"parse/missing_summary": 5}
@@ -207,7 +208,88 @@ def test_annotation_runs_once_per_story(tmp_path, entities_dir):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
   assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test", "--ner",
-                           "spacy", "--linker", "alias", "--entities_dir", entities_dir]
-                          + FLAGS) == 0
+                           "spacy", "--linker", "alias", "--entities_dir", entities_dir,
+                           "--max_error_fraction", "1"] + FLAGS) == 0
   stage = _manifest(out)["stages"]["annotate"]
   assert stage["input"] == stage["output"] == 4 and stage["texts"] == 3
+
+
+def test_a_split_without_questions_names_the_file_and_its_sets(tmp_path):
+  """Issue 41: --split valid on a qaps.csv without valid questions is one line naming the file,
+  the sets it holds and what to do (not an empty run)."""
+  qaps = make_layout(str(tmp_path / "nqa"))
+  with pytest.raises(UserError) as e:
+    list(stages.ReadQuestionsFn("valid").process(qaps))
+  assert str(e.value).endswith(
+      f"] {qaps} holds no question of --split valid (its set column: 'test' 8, 'train' 1): pass "
+      "the --split of your questions, or fix the set column of their rows (train, valid or "
+      "test)")
+  header_only = tmp_path / "empty.csv"
+  header_only.write_text("document_id,set,question,answer1,answer2\n")
+  with pytest.raises(UserError, match="holds no question .only its header line."):
+    list(stages.ReadQuestionsFn("test").process(str(header_only)))
+
+
+def _story_dead_letters(stories_dir, document_id, joined):
+  fn = stages.StoryFn("story", str(stories_dir))
+  fn.setup()
+  fn.start_bundle()
+  out = list(fn.process((document_id, joined)))
+  assert all(getattr(o, "tag", None) == "dead_letter" for o in out), out
+  return [o.value for o in out]
+
+
+@pytest.mark.skipif(not os.path.isdir(SAMPLES), reason="no ../shared/samples")
+def test_a_story_without_its_start_marker_names_its_file_and_the_fix():
+  """The samples' story excerpts lack their start marker: the dead letter names the .content
+  file, the marker and where the whole story comes from."""
+  doc = "0029bdbe75423337b551e42bb31f9a102785376f"
+  with open(os.path.join(SAMPLES, "documents.csv"), encoding="utf-8", newline="") as f:
+    row = next(r for r in csv.DictReader(f) if r["document_id"] == doc)
+  question = {"document_id": doc, "set": "train", "question": "Who?", "answer1": "a",
+              "answer2": "b"}
+  dead = _story_dead_letters(os.path.join(SAMPLES, "tmp"), doc, {
+      "questions": [("qaps.csv:3", question)], "story": [row]})
+  assert len(dead) == 1 and dead[0]["reason"] == "missing_story_start", dead
+  detail = dead[0]["detail"]
+  path = os.path.join(SAMPLES, "tmp", f"{doc}.content")
+  assert detail.startswith(f"{path}: story_start 'Produced by Nick' not in the story "
+                           "(story_start of its documents.csv row)"), detail
+  assert "download_stories.sh" in detail and "\n" not in detail
+
+
+def test_a_split_mismatch_between_documents_and_questions_is_named(tmp_path):
+  """documents.csv lists the story in another set than its questions: the dead letter says
+  which sets and which files to make agree (it was 'no row for ... in this split')."""
+  question = {"document_id": "book1", "set": "valid", "question": "Who?", "answer1": "a",
+              "answer2": "b"}
+  dead = _story_dead_letters(tmp_path, "book1", {
+      "questions": [("qaps.csv:2", question)], "story": [{stages.OTHER_SPLIT: "test"}]})
+  assert [d["reason"] for d in dead] == ["document_in_other_split"]
+  assert dead[0]["detail"] == (
+      "documents.csv lists book1 in set test, but qaps.csv asks its questions in set valid "
+      "(--split valid): make the set column of the story's documents.csv row and of its "
+      "qaps.csv rows agree")
+  dead = _story_dead_letters(tmp_path, "ghost", {
+      "questions": [("qaps.csv:2", dict(question, document_id="ghost"))], "story": []})
+  assert [d["reason"] for d in dead] == ["unknown_document"]
+  assert "documents.csv has no row for ghost, which qaps.csv names" in dead[0]["detail"]
+
+
+@pytest.mark.slow
+def test_split_errors_end_to_end(tmp_path, capsys):
+  """Through the command line: a --split without questions is one error line (exit 1); a
+  split mismatch is a dead letter and the run's one line names its reason."""
+  qaps = make_layout(str(tmp_path / "nqa"))
+  code = narrativeqa.main(["--input", qaps, "--output_dir", str(tmp_path / "o1"), "--split",
+                           "valid"] + FLAGS)
+  err = [l for l in capsys.readouterr().err.splitlines() if ": error: " in l]
+  assert code == 1 and len(err) == 1 and "holds no question of --split valid" in err[0], err
+  with open(qaps, "a", encoding="utf-8") as f:
+    f.write("book1,valid,Who keeps bees?,Mr. Ashby,Ashby,,,\n")
+  code = narrativeqa.main(["--input", qaps, "--output_dir", str(tmp_path / "o2"), "--split",
+                           "valid"] + FLAGS)
+  err = [l for l in capsys.readouterr().err.splitlines() if ": error: " in l]
+  assert code == 1 and len(err) == 1, err
+  assert "1 input record rejected (document_in_other_split 1)" in err[0], err
+  assert _dead(str(tmp_path / "o2")) == [("parse", "document_in_other_split", "11")]

@@ -318,7 +318,8 @@ def test_per_document_mode_and_cli(data, tmp_path, capsys):
   tmp, evidence, paths = data
   out = str(tmp_path / "per_doc")
   small = ["--seq_length", str(L), "--overlap", "8", "--max_segments_per_document", "6",
-           "--segments_per_pack", str(N), "--max_question_tokens", "12", "--num_shards", "2"]
+           "--segments_per_pack", str(N), "--max_question_tokens", "12", "--num_shards", "2",
+           "--max_error_fraction", "1"]  # its bad questions are more than the default 0.1
   code = triviaqa.main(["--input", paths["wiki"], "--evidence_dir", evidence,
                         "--output_dir", out, "--per_document", "--log_level", "WARNING"] + small)
   stdout = capsys.readouterr().out

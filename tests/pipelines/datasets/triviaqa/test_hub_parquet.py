@@ -62,6 +62,11 @@ WIKI = [{"Answer": answer("Paris", ["Paris", "Paris, France"]), "QuestionSource"
 WEB = [{"Answer": answer("Paris", ["Paris"]), "EntityPages": [page("Paris.txt")],
         "SearchResults": [result("1/1_a.txt", 0), result("1/1_b.txt", 1)],
         "Question": "Where is the Louvre?", "QuestionId": "q_x1", "QuestionSource": "s"},
+       # A web question without search results (as tc_276 of the official web-dev.json): the
+       # official evaluation keys it per page, q_x3--Mars.txt, as any web question.
+       {"Answer": answer("Phobos", ["Phobos"]), "EntityPages": [page("Mars.txt")],
+        "SearchResults": [], "Question": "A moon of Mars?", "QuestionId": "q_x3",
+        "QuestionSource": "s"},
        {"EntityPages": [], "SearchResults": [result("1/1_b.txt", 0)],
         "Question": "Test question?", "QuestionId": "q_x2", "QuestionSource": "s"}]
 
@@ -165,7 +170,7 @@ def test_parquet_gives_the_records_of_the_official_files(layout, tmp_path, per_d
 
 def test_to_record_reads_test_rows_as_unanswered(layout):
   _, evidence, _ = layout
-  datum = hub.to_record(hub_row(WEB[1], evidence))
+  datum = hub.to_record(hub_row(WEB[-1], evidence))
   assert "Answer" not in datum
   assert [p["Filename"] for p in datum["SearchResults"]] == ["1/1_b.txt"]
   wiki = hub.to_record(hub_row(WIKI[0], evidence))
@@ -194,3 +199,49 @@ def test_nocontext_files_are_a_missing_columns_dead_letter(layout, tmp_path):
   m = triviaqa.run(f"{paths['web-dev'][1]},{path}", str(tmp_path / "out"), SMALL,
                    TriviaQAOptions())
   assert m["rejected_by_reason"].get("read/missing_columns") == 1
+
+
+def document_ids(out: str) -> List[str]:
+  ids = []
+  for root, _, files in os.walk(os.path.join(out, "documents")):
+    for name in files:
+      with open(os.path.join(root, name), encoding="utf-8") as f:
+        ids += [json.loads(line)["document_id"] for line in f if line.strip()]
+  return sorted(ids)
+
+
+@pytest.mark.slow
+def test_a_web_question_without_search_results_is_keyed_per_page(layout, tmp_path):
+  """The keys of the official evaluation of a web file (every page, EntityPages too:
+  QuestionId--Filename) for a web question with no search results, in a file of one domain
+  (the config's folder) and in the ``rc`` config's mix (web rows first, as the Hub's loading
+  script concatenates the sorted files)."""
+  tmp, evidence, paths = layout
+  # (q_x2, unanswered among answered questions, is a dead letter: no document)
+  expected = sorted(["q_w1", "q_w2", "q_x1--Paris.txt", "q_x1--1/1_a.txt", "q_x1--1/1_b.txt",
+                     "q_x3--Mars.txt"])
+  triviaqa.run(f"{paths['web-dev'][0]},{paths['wikipedia-dev'][0]}", str(tmp_path / "json"),
+               SMALL, TriviaQAOptions(evidence_dir=evidence))
+  assert document_ids(str(tmp_path / "json")) == expected  # the official files
+  rows = [hub_row(d, evidence) for d in WEB + WIKI]
+  (tmp_path / "rc").mkdir()
+  (tmp_path / "rc.web").mkdir()
+  mixed = write_parquet(tmp_path / "rc" / "validation-00000-of-00001.parquet", rows)
+  web = write_parquet(tmp_path / "rc.web" / "validation-00000-of-00001.parquet",
+                      rows[:len(WEB)])
+  triviaqa.run(mixed, str(tmp_path / "mixed"), SMALL, TriviaQAOptions())
+  assert document_ids(str(tmp_path / "mixed")) == expected
+  triviaqa.run(web, str(tmp_path / "web"), SMALL, TriviaQAOptions())
+  assert document_ids(str(tmp_path / "web")) == [i for i in expected if i.startswith("q_x")]
+
+
+def test_the_domain_of_a_hub_file(layout):
+  _, evidence, _ = layout
+  assert hub.domain_of_file("gs://b/trivia_qa/rc.web/train-00000-of-00003.parquet") == "web"
+  assert hub.domain_of_file("hub/rc.wikipedia/validation-00000-of-00001.parquet") == (
+      "wikipedia")
+  assert hub.domain_of_file("/d/web-dev.parquet") == "web"
+  assert hub.domain_of_file("/d/rc/train-00000-of-00007.parquet") is None
+  no_results = hub_row(WEB[1], evidence)
+  assert "SearchResults" not in hub.to_record(no_results)  # alone: reads as Wikipedia
+  assert hub.to_record(no_results, web=True)["SearchResults"] == []
