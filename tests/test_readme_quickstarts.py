@@ -8,8 +8,8 @@ built here and ``python`` by this interpreter; outputs go under ``runs/`` in ``t
 command's last stdout line is its JSON summary: records written, training steps, one prediction
 per dev question, the task's metrics.  The wall time of every command and of the whole quick
 start is printed (``pytest -s``) and, with ``QUICKSTART_TIMES=FILE``, appended to FILE as JSON
-lines: the README's quick-start times come from this run.  On the samples an epoch is one pack,
-so the 20-step smoke runs evaluate every step (and train all 20 steps: no ``--patience``).
+lines: the README's quick-start times come from this run.  The 20-step fine-tunes train all 20
+steps (no ``--patience``) and evaluate on the dev set every 10 (``--eval_every 10``).
 """
 
 import csv
