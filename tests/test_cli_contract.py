@@ -52,20 +52,37 @@ def test_help_exits_0_with_usage_example_and_no_banner(helps, module):
 
 # The example of every command, parsed by the command's own main(): Parser.parse(_args) is
 # wrapped to stop right after a successful parse (pipelines: Beam's options checked too).
-_PARSE_EXAMPLES = r"""
-import importlib, json, sys
+# Shared by the scripts below: every Parser a command builds is recorded; parser_of(name)
+# imports the command's module and returns the parser its main() builds.
+_CAPTURE = r"""
+import contextlib, importlib, io, json, re, sys
 from schemas import cli
 
-class Parsed(Exception):
-  pass
-
 parsers = []
-original_init, original_parse, original_parse_args = (
-    cli.Parser.__init__, cli.Parser.parse, cli.Parser.parse_args)
+original_init = cli.Parser.__init__
 
 def init(self, *a, **k):
   original_init(self, *a, **k)
   parsers.append(self)
+
+cli.Parser.__init__ = init
+
+def parser_of(name):
+  module = importlib.import_module(name)
+  del parsers[:]
+  with contextlib.redirect_stderr(io.StringIO()):
+    try:
+      module.main(["--nonexistent_flag_for_the_test"])
+    except SystemExit:
+      pass
+  return module, [p for p in parsers if p.module == name][-1]
+"""
+
+_PARSE_EXAMPLES = _CAPTURE + r"""
+class Parsed(Exception):
+  pass
+
+original_parse, original_parse_args = cli.Parser.parse, cli.Parser.parse_args
 
 def parse(self, argv=None):
   args, rest = original_parse(self, argv)
@@ -77,16 +94,10 @@ def parse(self, argv=None):
 def parse_args(self, args=None, namespace=None):
   raise Parsed(vars(original_parse_args(self, args, namespace)))
 
-cli.Parser.__init__, cli.Parser.parse, cli.Parser.parse_args = init, parse, parse_args
+cli.Parser.parse, cli.Parser.parse_args = parse, parse_args
 out = {}
 for name in sys.argv[1:]:
-  module = importlib.import_module(name)
-  del parsers[:]
-  try:
-    module.main(["--nonexistent_flag_for_the_test"])
-  except SystemExit:
-    pass
-  parser = [p for p in parsers if p.module == name][-1]
+  module, parser = parser_of(name)  # a bad flag: refused before the wrappers raise Parsed
   argv = parser.example_argv()
   try:
     module.main(argv)
@@ -181,19 +192,7 @@ def test_abbreviations_are_refused():
 # value and what it does with a path (schemas.cli READS / READS_GLOB / WRITES); then the
 # example with its first single-valued flag given twice, and with its first output made one of
 # its inputs (both must be refused by the parser: exit 2 / exit 1, one line).
-_IO = r"""
-import contextlib, importlib, io, json, re, sys
-from schemas import cli
-
-parsers = []
-original_init = cli.Parser.__init__
-
-def init(self, *a, **k):
-  original_init(self, *a, **k)
-  parsers.append(self)
-
-cli.Parser.__init__ = init
-
+_IO = _CAPTURE + r"""
 def attempt(parser, argv):
   err = io.StringIO()
   with contextlib.redirect_stderr(err):
@@ -205,14 +204,7 @@ def attempt(parser, argv):
 
 out = {}
 for name in sys.argv[1:]:
-  module = importlib.import_module(name)
-  del parsers[:]
-  with contextlib.redirect_stderr(io.StringIO()):
-    try:
-      module.main(["--nonexistent_flag_for_the_test"])
-    except SystemExit:
-      pass
-  parser = [p for p in parsers if p.module == name][-1]
+  _, parser = parser_of(name)
   argv = parser.example_argv()
   flags = {a.option_strings[0]: {"io": getattr(a, "io", None), "single": cli._single_valued(a)}
            for a in parser._actions if a.option_strings and a.option_strings[0].startswith("--")}
