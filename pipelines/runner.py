@@ -574,7 +574,7 @@ def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
       print(f"{prog}: error: {_STOP_WORDS[stop]}; the job stopped, deleted its temporary "
             f"files and partial output (nothing is COMPLETED); rerun the same command to start "
             f"over", file=sys.stderr, flush=True)
-      return _STOP_CODES[stop]
+      return _exit_now_if_command(_STOP_CODES[stop])
     if not isinstance(e, Exception):
       raise
     # A UserError, also one raised on a worker and re-wrapped by the runner; or a missing
@@ -595,6 +595,17 @@ def run_main(prog: str, body: Callable[[], Dict[str, Any]]) -> int:
   except BrokenPipeError:  # ``... | head -1``: quiet, exit 1 (the output is in place)
     return flags.schema_cli.closed_pipe()
   return 0
+
+
+def _exit_now_if_command(code: int) -> int:
+  """``code``; but as ``python -m pipelines ...`` (not a call from Python) the process ends
+  here: the cleanup is done, and a runner thread the signal left blocked must not keep the
+  process alive after its one line (seen under load: the line printed, the process hanging)."""
+  if flags.schema_cli.module_command("pipelines") is None:
+    return code
+  sys.stdout.flush()
+  sys.stderr.flush()
+  os._exit(code)  # pylint: disable=protected-access
 
 
 class _Terminated(BaseException):

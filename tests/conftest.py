@@ -21,3 +21,16 @@ def restore_logging():
   root.handlers[:] = handlers
   root.setLevel(level)
   logging.getLogger("pipelines").setLevel(ours)
+
+
+@pytest.fixture(autouse=True)
+def _restore_stop_signal_handlers():
+  """Each test starts with the SIGINT/SIGTERM handlers the session had: a command's main()
+  run in process installs its own (one line on a stop), and one left behind would change how
+  the next test's command (or pytest itself) sees a signal."""
+  import signal  # pylint: disable=g-import-not-at-top
+  saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+  yield
+  for s, handler in saved.items():
+    if signal.getsignal(s) is not handler and handler is not None:
+      signal.signal(s, handler)

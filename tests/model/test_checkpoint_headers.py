@@ -231,6 +231,9 @@ def test_pretrain_init_roberta_reports_a_hostile_checkpoint_and_leaves_no_model_
   hf = _checkpoint_dir(tmp_path)
   (hf / "config.json").write_text(json.dumps(dict(HF_CONFIG, max_position_embeddings=64)))
   HOSTILE_SAFETENSORS["offsets_beyond_file"][0](hf / "model.safetensors")
+  # A complete dir but for the weights (--init_roberta checks for vocab.json first).
+  (hf / "vocab.json").write_text(json.dumps({"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3,
+                                              "<mask>": 4}))
   env = dict(os.environ)
   env.pop("TF_CPP_MIN_LOG_LEVEL", None)
   proc = subprocess.run(

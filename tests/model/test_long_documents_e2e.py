@@ -119,8 +119,10 @@ def test_narrativeqa_chain_on_the_time_machine(tmp_path):
 def _triviaqa_chain(tmp_path, question_file, evidence, per_document):
   from pipelines import triviaqa  # pylint: disable=g-import-not-at-top
   out = str(tmp_path / "out")
+  # The fixtures hold questions the pipeline dead-letters on purpose (more than the default
+  # 10% error budget): this chain is about what the model reads, so they are accepted.
   assert triviaqa.main(["--input", question_file, "--evidence_dir", evidence, "--output_dir",
-                        out] + FLAGS) == 0
+                        out, "--max_error_fraction", "1"] + FLAGS) == 0
   flags = ["--per_document"] if per_document else []
   preds, metrics = _chain(out, tmp_path, "triviaqa", question_file, *flags)
   with open(question_file, encoding="utf-8") as f:

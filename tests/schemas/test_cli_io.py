@@ -119,11 +119,19 @@ def _kill_self(signum):
 @pytest.mark.parametrize("signum, code, what", [
     (signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted (SIGINT)")])
 def test_a_stop_signal_while_a_command_runs_is_one_line(capsys, signum, code, what):
-  before = signal.getsignal(signal.SIGTERM)
-  assert cli.run_command("python -m tool", _kill_self(signum)) == code
+  # As a command starts: Python's defaults (whatever handlers earlier tests left behind).
+  saved = {s: signal.signal(s, h) for s, h in ((signal.SIGTERM, signal.SIG_DFL),
+                                               (signal.SIGINT, signal.default_int_handler))}
+  try:
+    assert cli.run_command("python -m tool", _kill_self(signum)) == code
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
+  except KeyboardInterrupt:  # never let it reach pytest, which would stop the whole session
+    pytest.fail("the SIGINT escaped run_command")
+  finally:
+    for s, h in saved.items():
+      signal.signal(s, h)
   assert capsys.readouterr().err.splitlines() == [
       f"python -m tool: error: {what}; the command stopped before it finished"]
-  assert signal.getsignal(signal.SIGTERM) is before  # handlers restored
 
 
 def test_an_outer_stop_handler_keeps_the_signal(capsys):
@@ -139,6 +147,7 @@ def test_an_outer_stop_handler_keeps_the_signal(capsys):
   try:
     with pytest.raises(Outer):
       cli.run_command("python -m tool", _kill_self(signal.SIGTERM))
+    assert signal.getsignal(signal.SIGTERM) is outer
   finally:
     signal.signal(signal.SIGTERM, previous)
   assert capsys.readouterr().err == ""
