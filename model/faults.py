@@ -15,7 +15,7 @@
 A later run is unaffected: the trainer also calls :func:`remove_checkpoint_temp` before it
 builds, and resumes from the last complete checkpoint.
 
-Test-only fault hook (as :mod:`pipelines.beam.faults` for the pipelines):
+Test-only fault hook (:mod:`schemas.fault_hook`, shared with the pipelines):
 ``READTWICE_FAULT_AT=<phase>:<action>`` with action ``SIGTERM``, ``SIGINT`` (sent to this
 process once) or ``ENOSPC`` (raised); phases, where :func:`fault_point` is called: ``build``
 (model, data and checkpoint built, before the first step), ``train`` (after a train loop,
@@ -33,12 +33,12 @@ import re
 import signal
 import sys
 import threading
-import time
 from typing import Callable, List, Optional
 
 import tensorflow as tf
 
 from schemas import cli
+from schemas import fault_hook
 
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
@@ -56,27 +56,8 @@ class Terminated(BaseException):
   """SIGTERM, raised in the main thread."""
 
 
-FAULT_ENV = "READTWICE_FAULT_AT"
-PHASES = ("build", "train", "checkpoint", "predict", "export")
-_FIRED = [False]
-
-
-def fault_point(phase: str, path: Optional[str] = None) -> None:
-  """Faults here if ``READTWICE_FAULT_AT`` names ``phase`` (see the module docstring); unset,
-  one dictionary lookup."""
-  spec = os.environ.get(FAULT_ENV)
-  if not spec:
-    return
-  want, _, action = spec.partition(":")
-  if want != phase:
-    return
-  if action == "ENOSPC":
-    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-  if _FIRED[0]:
-    return
-  _FIRED[0] = True
-  os.kill(os.getpid(), {"SIGTERM": signal.SIGTERM, "SIGINT": signal.SIGINT}[action])
-  time.sleep(0.01)  # the handler raises at the next instruction
+FAULT_ENV = fault_hook.ENV
+fault_point = fault_hook.fault_point  # the one hook (schemas/fault_hook.py)
 
 
 def on_failure(cleanup: Callable[[], None]) -> Callable[[], None]:

@@ -25,7 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import tfrecord_io
 from pipelines import keys
-from pipelines.beam import faults
+from schemas import fault_hook as faults
 from pipelines.errors import UserError, disk_full_message, is_disk_full
 
 LOGGER = logging.getLogger("pipelines")
@@ -177,7 +177,7 @@ def write_atomically(path: str, chunks: Iterable[bytes], compression: str = "non
 
 
 def _fault_phase(name: str) -> str:
-  """The phase of :mod:`pipelines.beam.faults` that writing a file called ``name`` is."""
+  """The phase of :mod:`schemas.fault_hook` that writing a file called ``name`` is."""
   if name.startswith("records-"):
     return "shards"
   if name == "manifest.json":

@@ -157,7 +157,7 @@ def run_job(job: str, build: JobBuilder, input_pattern: str, output_dir: str,
   """
   from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
   from pipelines.beam import claim as claim_lib  # pylint: disable=g-import-not-at-top
-  from pipelines.beam import faults  # pylint: disable=g-import-not-at-top
+  from schemas import fault_hook as faults  # pylint: disable=g-import-not-at-top
   from pipelines.beam import manifest as manifest_lib  # pylint: disable=g-import-not-at-top
   from pipelines.beam import writer  # pylint: disable=g-import-not-at-top
   from schemas import manifest as manifest_schema  # pylint: disable=g-import-not-at-top

@@ -13,7 +13,8 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import documents as documents_schema
 from schemas import manifest as manifest_schema
 from schemas import records
-from pipelines.beam import faults, spill, writer
+from pipelines.beam import spill, writer
+from schemas import fault_hook as faults
 from pipelines.beam.stats import REPORT_PREFIX, SumStats, report_stats, split_stats
 from pipelines.errors import UserError
 

@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from pipelines.beam import faults
+from schemas import fault_hook as faults
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.progress import Progress
 from pipelines.sources.byte_stream import ByteSource, file_size, is_compressed

@@ -8,7 +8,7 @@ half-written output (the run's own outputs are deleted), no worker process behin
 identical rerun must succeed without ``--overwrite``.
 
 Phases are hit with the test-only hook ``READTWICE_FAULT_AT=<phase>:<action>[:group]``
-(:mod:`pipelines.beam.faults`); one test signals from outside instead (polling for the job's
+(:mod:`schemas.fault_hook`); one test signals from outside instead (polling for the job's
 ``.tmp/``), and the full-disk test uses a real tmpfs (``unshare -rm``; skipped where it cannot
 be mounted).
 """
@@ -28,7 +28,8 @@ import pytest
 from pipelines import hotpotqa
 from pipelines import runner
 from pipelines.beam import claim as claim_lib
-from pipelines.beam import faults, spill, writer
+from pipelines.beam import spill, writer
+from schemas import fault_hook as faults
 from pipelines.errors import UserError, is_disk_full
 from tests.pipelines.helpers import hotpot_record, write_json
 

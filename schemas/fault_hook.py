@@ -1,4 +1,4 @@
-"""A test-only fault hook: ``READTWICE_FAULT_AT=<phase>:<action>[:group]`` makes a job fault at
+"""The test-only fault hook of every command (pipeline jobs and model commands; TF-free): ``READTWICE_FAULT_AT=<phase>:<action>[:group]`` makes a job fault at
 one phase, so that tests hit each phase of a run reliably (read in this one place; unset, every
 call is one dictionary lookup and does nothing).
 
@@ -11,7 +11,12 @@ Phases (where :func:`fault_point` is called):
   it written, not yet renamed); ``side``: the same for a side file (documents, dead letters,
   skipped);
 * ``manifest``: while ``manifest.json`` is written (its temporary file written, not renamed);
-* ``completed``: after ``manifest.json`` is in place, before ``COMPLETED`` is written.
+* ``completed``: after ``manifest.json`` is in place, before ``COMPLETED`` is written;
+* model commands (:mod:`model.faults`): ``build`` (model, data and checkpoint built, before the
+  first step), ``train`` (after a train loop, before its log and checkpoint), ``checkpoint`` (a
+  checkpoint's files written, its ``checkpoint`` state not yet), ``predict`` (the predictions'
+  temporary file written, not renamed), ``export`` (the SavedModel written, ``export.json``
+  not yet).
 
 Actions: ``SIGTERM`` / ``SIGINT`` send that signal to the launcher (the process that ran
 :func:`arm`; with ``:group``, to its process group, as a terminal's Ctrl-C does, workers
@@ -30,7 +35,10 @@ from typing import Optional
 
 ENV = "READTWICE_FAULT_AT"
 _PID_ENV = "READTWICE_FAULT_PID"  # the launcher's pid, inherited by local worker processes
-PHASES = ("start", "read", "shards", "side", "manifest", "completed")
+# Pipeline jobs: start, read, shards, side, manifest, completed; model commands: build, train,
+# checkpoint, predict, export.
+PHASES = ("start", "read", "shards", "side", "manifest", "completed",
+          "build", "train", "checkpoint", "predict", "export")
 _fired = False
 
 
