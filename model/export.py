@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import json
 import os
-import posixpath
 import sys
 from typing import Dict, Optional, Tuple
 
@@ -148,18 +147,6 @@ class ServingModule(tf.Module):
     return result
 
 
-def _path_key(path: str) -> str:
-  """A comparable form of ``path``: normalised; local paths absolute, symlinks resolved."""
-  if "://" in path:
-    return posixpath.normpath(path)
-  return os.path.realpath(path)
-
-
-def _holds(outer: str, inner: str) -> bool:
-  a, b = _path_key(outer), _path_key(inner)
-  return b == a or b.startswith(a.rstrip("/") + "/")
-
-
 def restore(model_dir: str, checkpoint: Optional[str] = None
             ) -> Tuple[readtwice.ReadTwiceModel, configs_lib.ModelConfig, str]:
   """``(model, config, checkpoint path)``: the model of ``model_dir/config.json`` with every
@@ -219,7 +206,7 @@ def export(model_dir: str, output_dir: str, *, seq_length: int, segments_per_pac
   if tf.io.gfile.exists(output_dir):
     if not overwrite:
       raise ExportError(f"--output_dir {output_dir} exists; pass --overwrite to replace it")
-    if _holds(output_dir, model_dir):
+    if cli.holds(output_dir, model_dir):
       raise ExportError(f"--output_dir {output_dir} holds --model_dir {model_dir}; "
                         "export somewhere else")
     _check_replaceable(output_dir)

@@ -315,6 +315,13 @@ def _inside(path: str, root: str) -> bool:
   return path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+def holds(outer: str, inner: str) -> bool:
+  """Whether path ``inner`` is ``outer`` or lies inside it (symlinks resolved, ``gs://`` paths
+  normalised)."""
+  a, b = _where(outer), _where(inner)
+  return b == a or _inside(b, a)
+
+
 def overlap(outputs: Sequence[Tuple[str, str]], inputs: Sequence[Tuple[str, str]]
             ) -> Optional[str]:
   """The one-line refusal for the first ``(flag, path)`` output that is, contains or is inside

@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 
+from tests import tagged_processes
 from synthetic import ladder_tasks as lt
 
 
@@ -287,19 +288,6 @@ def test_override_reaches_every_model_and_a_bad_one_is_one_usage_line(capsys):
     assert err[-1].startswith("python -m benchmarks.memory_ladder: error:"), err
 
 
-def _tagged_processes(tag: str):
-  pids = []
-  for entry in os.listdir("/proc"):
-    if entry.isdigit():
-      try:
-        with open(f"/proc/{entry}/environ", "rb") as f:
-          if f"LADDER_TEST_TAG={tag}".encode() in f.read().split(b"\0"):
-            pids.append(int(entry))
-      except OSError:
-        continue
-  return pids
-
-
 @pytest.mark.slow
 def test_a_terminated_ladder_takes_its_workers_with_it(tmp_path):
   """SIGTERM to the ladder (a scheduler's kill, a timeout) ends its worker processes too,
@@ -318,16 +306,16 @@ def test_a_terminated_ladder_takes_its_workers_with_it(tmp_path):
        str(tmp_path / "cache")], cwd=str(REPO_ROOT), stdout=subprocess.PIPE,
       stderr=subprocess.PIPE, env=dict(os.environ, LADDER_TEST_TAG=tag))
   deadline = time.time() + 120
-  while len(_tagged_processes(tag)) < 3 and time.time() < deadline:  # the ladder + 2 workers
+  while len(tagged_processes("LADDER_TEST_TAG", tag)) < 3 and time.time() < deadline:  # the ladder + 2 workers
     time.sleep(0.5)
-  assert len(_tagged_processes(tag)) >= 3
+  assert len(tagged_processes("LADDER_TEST_TAG", tag)) >= 3
   time.sleep(5)  # the workers are importing TensorFlow / training
   proc.send_signal(signal.SIGTERM)
   assert proc.wait(timeout=60) == 128 + signal.SIGTERM
   deadline = time.time() + 30
-  while _tagged_processes(tag) and time.time() < deadline:
+  while tagged_processes("LADDER_TEST_TAG", tag) and time.time() < deadline:
     time.sleep(0.5)
-  assert _tagged_processes(tag) == []
+  assert tagged_processes("LADDER_TEST_TAG", tag) == []
 
 
 def test_an_unusable_cache_dir_is_one_line_before_any_training(tmp_path, capsys):

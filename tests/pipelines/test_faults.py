@@ -31,6 +31,7 @@ from pipelines.beam import claim as claim_lib
 from pipelines.beam import spill, writer
 from schemas import fault_hook as faults
 from pipelines.errors import UserError, is_disk_full
+from tests import files_under, tagged_processes
 from tests.pipelines.helpers import hotpot_record, write_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -61,17 +62,10 @@ def inputs(tmp_path_factory):
   return {"small": small, "medium": medium, "big": big}
 
 
-def _files(directory):
-  out = []
-  for root, dirs, files in os.walk(directory):
-    out += [os.path.relpath(os.path.join(root, n), directory) for n in files + dirs]
-  return sorted(out)
-
-
 def _assert_nothing_left(out):
   """No claim, temporary file, manifest, COMPLETED or output file: the job created ``out``
   and removed it again (an interrupted run leaves no trace)."""
-  assert not os.path.exists(out), _files(out)
+  assert not os.path.exists(out), files_under(out)
 
 
 def _one_error_line(stderr, prog=PROG):
@@ -108,26 +102,11 @@ def _job(args, fault=None, tag=None, timeout=120):
                         timeout=timeout, preexec_fn=_sigint_default, start_new_session=True)
 
 
-def _tagged_processes(tag):
-  """Live processes started with ``READTWICE_TEST_TAG=<tag>`` (a job's workers)."""
-  found = []
-  for pid in os.listdir("/proc"):
-    if not pid.isdigit():
-      continue
-    try:
-      with open(f"/proc/{pid}/environ", "rb") as f:
-        if f"READTWICE_TEST_TAG={tag}".encode() in f.read().split(b"\0"):
-          found.append(int(pid))
-    except OSError:
-      continue
-  return found
-
-
 def _assert_no_orphans(tag):
   deadline = time.time() + 10
-  while _tagged_processes(tag) and time.time() < deadline:
+  while tagged_processes("READTWICE_TEST_TAG", tag) and time.time() < deadline:
     time.sleep(0.2)
-  assert not _tagged_processes(tag), "worker processes outlived the job"
+  assert not tagged_processes("READTWICE_TEST_TAG", tag), "worker processes outlived the job"
 
 
 # --- fast: the pieces ---------------------------------------------------------------------------
@@ -175,7 +154,7 @@ def test_write_atomically_on_a_full_disk_is_one_line_and_no_temporary_file(
   with pytest.raises(UserError) as e:
     writer.write_atomically(path, [b"abc", b"def"], tmp_dir=str(tmp_path / ".tmp"))
   assert e.value.message == f"no space left on device writing {path}; free space and rerun"
-  assert _files(tmp_path) in ([], [".tmp"])
+  assert files_under(tmp_path) in ([], [".tmp"])
 
 
 def test_spill_and_claim_files_on_a_full_disk(monkeypatch, tmp_path):
@@ -222,10 +201,10 @@ def test_a_failed_run_deletes_its_own_outputs_only_when_asked(tmp_path):
   (out / "stats.json").write_bytes(b"{}")
   (out / "notes.txt").write_bytes(b"the user's")
   writer.clean_up_failed_run(str(out), existed=True)  # a plain failure: outputs stay
-  assert _files(out) == ["documents", "documents/documents-00000-of-00001.jsonl", "notes.txt",
+  assert files_under(out) == ["documents", "documents/documents-00000-of-00001.jsonl", "notes.txt",
                          "records-00000-of-00001.tfrecord", "stats.json"]
   writer.clean_up_failed_run(str(out), existed=True, own_outputs=("stats.json",))
-  assert _files(out) == ["documents", "notes.txt"]  # a file the job never writes stays
+  assert files_under(out) == ["documents", "notes.txt"]  # a file the job never writes stays
 
 
 # --- in process: each phase, in memory -------------------------------------------------------
@@ -268,7 +247,7 @@ def test_a_fault_at_each_phase_in_process(fault, code, rerun, inputs, tmp_path, 
     monkeypatch.delenv(faults.ENV)
     rc, err = _main(["--input", inputs["small"], "--output_dir", out] + SMALL, capsys)
     assert rc == 0 and err == "", err
-    assert "COMPLETED" in _files(out) and "manifest.json" in _files(out)
+    assert "COMPLETED" in files_under(out) and "manifest.json" in files_under(out)
 
 
 # --- subprocesses: the exit status, worker processes, signals from outside --------------------
@@ -294,7 +273,7 @@ def test_a_signal_to_the_job_process(fault, extra, code, rerun, inputs, tmp_path
   if rerun:  # the same command, no --overwrite
     proc = _job(args)
     assert proc.returncode == 0, proc.stderr
-    assert "COMPLETED" in _files(out)
+    assert "COMPLETED" in files_under(out)
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ import pytest
 from pipelines import hotpotqa
 from pipelines.beam import claim as claim_lib
 from pipelines.beam import writer
+from tests import files_under
 from tests.pipelines.helpers import hotpot_record, write_json
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -70,23 +71,15 @@ def _error_line(stderr, prog=PROG):
   return lines[0]
 
 
-def _files(directory):
-  """Every path under ``directory``, relative, hidden ones included."""
-  out = []
-  for root, dirs, files in os.walk(directory):
-    out += [os.path.relpath(os.path.join(root, n), directory) for n in files + dirs]
-  return sorted(out)
-
-
 def _assert_no_leftovers(out):
   """No claim, no temporary file anywhere under ``out``."""
-  left = [f for f in _files(out) if ".tmp" in f or f.endswith(claim_lib.CLAIM_FILE)
+  left = [f for f in files_under(out) if ".tmp" in f or f.endswith(claim_lib.CLAIM_FILE)
           or "_spill" in f]
   assert not left, left
 
 
 def _assert_complete(out):
-  names = _files(out)
+  names = files_under(out)
   assert "COMPLETED" in names and "manifest.json" in names, names
   assert "records-00000-of-00001.tfrecord" in names, names
   _assert_no_leftovers(out)
@@ -100,7 +93,7 @@ def test_a_live_claim_refuses_a_second_job_even_with_overwrite(small_input, tmp_
   out = str(tmp_path / "out")
   held = claim_lib.claim(out, "hotpotqa")  # this process: alive, on this host
   try:
-    before = _files(out)
+    before = files_under(out)
     for extra in ([], ["--overwrite"]):
       proc = _job("--input", small_input, "--output_dir", out, *SMALL, *extra)
       assert proc.returncode == 1, proc.stderr
@@ -108,7 +101,7 @@ def test_a_live_claim_refuses_a_second_job_even_with_overwrite(small_input, tmp_
       assert f"{out} is in use by another job: hotpotqa (pid {os.getpid()} on " \
              f"{socket.gethostname()}, since {held.info['since']})" in line
       assert proc.stdout == ""
-      assert _files(out) == before == [claim_lib.CLAIM_FILE]  # nothing else written
+      assert files_under(out) == before == [claim_lib.CLAIM_FILE]  # nothing else written
   finally:
     held.release()
   assert not os.path.exists(os.path.join(out, claim_lib.CLAIM_FILE))
@@ -148,7 +141,7 @@ def test_two_jobs_started_at_once_on_one_dir(small_input, tmp_path):
 
 
 @pytest.mark.slow
-def test_ctrl_c_releases_the_claim_and_deletes_temporary_files(tmp_path):
+def test_ctrl_c_releases_the_claim_and_deletes_temporaryfiles_under(tmp_path):
   src = write_json(tmp_path / "big.json", [
       hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARAS * 20)
       for i in range(400)])
@@ -193,7 +186,7 @@ def test_temporary_files_are_never_records_and_are_gone_after_a_failure(small_in
     assert os.path.dirname(path) == os.path.join(out, ".tmp"), path
     assert not os.path.basename(path).startswith("records-")
   _assert_no_leftovers(out)
-  assert not [f for f in _files(out) if f.startswith("records-")]
+  assert not [f for f in files_under(out) if f.startswith("records-")]
 
 
 def test_write_atomically_names_and_cleans_its_temporary_file(tmp_path):
@@ -243,7 +236,7 @@ def test_a_parquet_file_without_the_hub_columns_fails_naming_the_reason(tmp_path
   assert re.search(r"error: no document was written: 1 input record rejected "
                    r"\(missing_columns 1\); see " + re.escape(f"{out}/dead_letter/;"), line), line
   assert "--allow_empty" in line and proc.stdout == ""
-  names = _files(out)
+  names = files_under(out)
   assert "COMPLETED" not in names
   assert "manifest.json" in names and "dead_letter/dead_letter-00000-of-00001.jsonl" in names
   _assert_no_leftovers(out)

@@ -201,3 +201,13 @@ def test_a_full_disk_in_a_command_is_one_line(capsys):
   assert capsys.readouterr().err.splitlines() == [
       "python -m tool: error: no space left on device writing /data/out.json; free space and "
       "rerun"]
+
+
+def test_holds_resolves_links_and_normalises_urls(tmp_path):
+  (tmp_path / "m").mkdir()
+  os.symlink(tmp_path / "m", tmp_path / "link")
+  assert cli.holds(str(tmp_path), str(tmp_path / "link" / "x"))
+  assert cli.holds(str(tmp_path / "link"), str(tmp_path / "m"))
+  assert not cli.holds(str(tmp_path / "m"), str(tmp_path / "m2"))
+  assert cli.holds("gs://b/runs", "gs://b/x/../runs/m")
+  assert not cli.holds("gs://b/runs", "gs://b/runs2")
