@@ -471,10 +471,27 @@ class _PopenInOwnGroup:
 
   def Popen(self, *args, **kwargs):  # noqa: N802  # pylint: disable=invalid-name
     kwargs.setdefault("process_group", 0)
-    return self._real.Popen(*args, **kwargs)
+    process = self._real.Popen(*args, **kwargs)
+    _local_workers.append(process)
+    return process
 
   def __getattr__(self, name):
     return getattr(self._real, name)
+
+
+# The running local job's worker processes (started through _PopenInOwnGroup).
+_local_workers: list = []
+
+
+def _kill_local_workers() -> None:
+  """Kills the running local job's worker processes at once (on a stop signal): a worker left
+  to notice its closed control channel may be in the middle of a bundle and print Beam's
+  traceback of the race (``KeyError: 'bundle_4'``) on the shared stderr."""
+  for process in _local_workers:
+    try:  # the group: Beam starts a worker through a shell (shell=True)
+      os.killpg(process.pid, signal.SIGKILL)
+    except OSError:  # already gone
+      pass
 
 
 @contextlib.contextmanager
@@ -482,9 +499,9 @@ def _workers_in_their_own_process_group():
   """Local ``multi_processing`` workers start in process groups of their own, so that a
   Ctrl-C in a terminal (or a SIGTERM to the job's process group) reaches the launcher only:
   each worker would otherwise die printing its own KeyboardInterrupt traceback (or die of
-  SIGTERM in the middle of a bundle, before the launcher knows why).  The launcher stops them
-  as it stops any run (their control channel closes, then they are killed); if the launcher
-  itself is killed, they exit when their channel breaks."""
+  SIGTERM in the middle of a bundle, before the launcher knows why).  The launcher's stop
+  handler kills them at once (:func:`_kill_local_workers`); if the launcher itself is killed,
+  they exit when their channel breaks."""
   try:
     from apache_beam.runners.portability import local_job_service  # pylint: disable=g-import-not-at-top
   except ImportError:  # pragma: no cover
@@ -495,10 +512,12 @@ def _workers_in_their_own_process_group():
     yield
     return
   local_job_service.subprocess = _PopenInOwnGroup(real)
+  _local_workers.clear()
   try:
     yield
   finally:
     local_job_service.subprocess = real
+    _local_workers.clear()
 
 
 @contextlib.contextmanager
@@ -506,12 +525,15 @@ def _quiet_dead_workers():
   """While a local run runs: a worker process that a signal ended (a Ctrl-C or SIGTERM sent
   to the job's process group reaches its workers too) is no traceback from the thread that
   watched it (Beam's ``Worker subprocess exited with return code -15``): the job prints its
-  own one line for that signal; any other thread error is printed as before."""
+  own one line for that signal, and so is any thread's error once a stop signal arrived (the
+  killed workers' data and control channels break); any other thread error is printed as
+  before."""
   previous = threading.excepthook
 
   def hook(args):
     text = str(args.exc_value)
-    if (args.exc_type is RuntimeError
+    if _stopped_by is not None or (  # stopping: the killed workers' channels break
+        args.exc_type is RuntimeError
         and text.startswith("Worker subprocess exited with return code -")):
       LOGGER.debug("%s", text)
       return
@@ -629,6 +651,7 @@ def _on_stop_signal(signum, frame):
   if _stopped_by is not None:
     return
   _stopped_by = signum
+  _kill_local_workers()
   raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
 
