@@ -45,7 +45,7 @@ def probe(model_dir: str, data_dir: str, split: str = "dev") -> Dict:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from model import input as input_lib  # pylint: disable=g-import-not-at-top
   from model import readtwice  # pylint: disable=g-import-not-at-top
-  from model.train import load_model  # pylint: disable=g-import-not-at-top
+  from model.train_lib import load_model  # pylint: disable=g-import-not-at-top
 
   model, config = load_model(model_dir)
   if not config.use_memory:

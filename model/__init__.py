@@ -7,9 +7,13 @@ Layering (Model Garden style):
 * :mod:`model.layers`    -- transformer, memory extraction, memory attention.
 * :mod:`model.readtwice` -- the ReadTwice Keras model (BERT_1 -> memories -> BERT_2 -> heads).
 * :mod:`model.losses`    -- OR-loss over documents, answer-type and supporting-fact losses.
-* :mod:`model.train`     -- trainer (CLI + ``train()`` API).
-* :mod:`model.decoding`, :mod:`model.predict` -- span decoding to HotpotQA / TriviaQA /
+* :mod:`model.trainer`   -- the training loop (checkpoints, resume, evaluation, logs).
+* :mod:`model.decoding`, :mod:`model.predict_lib` -- span decoding to HotpotQA / TriviaQA /
   NarrativeQA predictions.
+* Commands (``python -m model.<command>``): ``train``, ``pretrain``, ``finetune``, ``predict``,
+  ``export``, ``evaluate``.  Each is a thin module -- its flags (:mod:`model.flags`) and usage
+  checks, no TensorFlow import -- over its library ``model.<command>_lib`` (``evaluate`` is
+  TF-free), so that ``--help`` and usage errors answer at once.
 
 Importing this package does not import TensorFlow.
 """

@@ -50,7 +50,6 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
-MEMORY_SCOPES = ("sub_document", "book")
 # Memories per chunk of pass 2's memory attention at prediction (``memory_chunk`` of
 # model.layers.MemoryAttention): its scores are [N, heads, L, MEMORY_CHUNK] whatever the book's
 # length, the size of one self-attention layer's scores at L = 512.

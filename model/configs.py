@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import numbers
 from typing import Any, Dict, Mapping, Optional
 
 from schemas import safe_json
@@ -19,6 +21,17 @@ MEMORY_APPLICATIONS = ("all", "entity")  # which tokens read memory
 MEMORY_INITS = ("random", "identity")  # how the memory path's projections start
 ANSWER_TYPE_MODES = ("mean", "paper")
 CONFIG_FILE = "config.json"
+# Settings of the commands' flags, declared here (TF-free) so that a command's parser (and
+# its --help) needs no TensorFlow; the modules that act on them import them from here.
+STRATEGIES = ("cpu", "mirrored", "tpu")  # model.strategies.make_strategy
+MEMORY_SCOPES = ("sub_document", "book")  # model.book_memory
+REDUCTIONS = ("max", "sum")  # model.decoding: span aggregation across segments
+DEFAULT_MAX_ANSWER_TOKENS = 30  # model.predict / model.export: longest answer span, tokens
+# The coreference loss is the paper's auxiliary PRE-training task for ReadTwice(E) (appendix);
+# fine-tuning leaves it out unless asked (it pulls every mention memory of an entity towards
+# one vector, against carrying context).  model.objectives.
+FINETUNE_COREF_WEIGHT = 0.0
+PRETRAIN_COREF_WEIGHT = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +161,7 @@ class TrainConfig:
     steps: Number of training steps (>= 1; one pack = one global batch = one step).
     optimizer: ``"adamw"`` or ``"lamb"``.
     weight_decay: Decoupled weight decay (>= 0), applied to kernels and embeddings but not to
-      LayerNorm parameters or biases (see ``model.train.decays_weight``).
+      LayerNorm parameters or biases (see ``model.optimization.decays_weight``).
     warmup_steps: Linear warm-up steps (in ``[0, steps]``), then linear decay to
       ``end_learning_rate_fraction * learning_rate`` at ``steps``.
     end_learning_rate_fraction: Learning rate reached at ``steps`` as a fraction of the peak, in
@@ -213,6 +226,68 @@ class TrainConfig:
   @classmethod
   def from_json(cls, text: str, source: str = "train config") -> "TrainConfig":
     return cls.from_dict(safe_json.loads(text, source))
+
+
+def _is_int(x) -> bool:
+  return isinstance(x, numbers.Integral) and not isinstance(x, bool)
+
+
+def _is_rate(x) -> bool:
+  return isinstance(x, numbers.Real) and not isinstance(x, bool) and 0.0 <= float(x) <= 1.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MaskingConfig:
+  """Masked-LM masking options (all keyword-only; ``mask_token_id``/``vocab_size`` required).
+
+  Attributes:
+    mask_token_id: Id written at ``replace_mask`` of the masked positions.
+    vocab_size: V; random replacements are uniform in ``[0, V)``.
+    mention_rate: Probability that an entity mention (or entity, ``whole_entity``) is masked.
+    token_rate: Fraction of the eligible non-mention context tokens masked in whole-word spans.
+    max_span_words: Span lengths are uniform in ``[1, max_span_words]`` words.
+    max_predictions: P, masked positions kept per segment (static); None: ``ceil(0.2 * L)``.
+    replace_mask: Probability that a masked position becomes ``mask_token_id``.
+    replace_random: Probability that it becomes a random id (the rest keep their token).
+    whole_entity: Mask every mention of the same (known) entity in a segment together.
+  """
+
+  mask_token_id: int
+  vocab_size: int
+  mention_rate: float = 0.25
+  token_rate: float = 0.15
+  max_span_words: int = 3
+  max_predictions: Optional[int] = None
+  replace_mask: float = 0.8
+  replace_random: float = 0.1
+  whole_entity: bool = False
+
+  def __post_init__(self):
+    if not _is_int(self.vocab_size) or self.vocab_size < 1:
+      raise ValueError(f"vocab_size must be an int >= 1, got {self.vocab_size!r}.")
+    if not _is_int(self.mask_token_id) or not 0 <= self.mask_token_id < self.vocab_size:
+      raise ValueError(f"mask_token_id must be an int in [0, vocab_size={self.vocab_size}), "
+                       f"got {self.mask_token_id!r}.")
+    for name in ("mention_rate", "token_rate", "replace_mask", "replace_random"):
+      if not _is_rate(getattr(self, name)):
+        raise ValueError(f"{name} must be a number in [0, 1], got {getattr(self, name)!r}.")
+    if self.replace_mask + self.replace_random > 1.0 + 1e-9:
+      raise ValueError(f"replace_mask + replace_random must be <= 1, got "
+                       f"{self.replace_mask} + {self.replace_random}.")
+    if not _is_int(self.max_span_words) or self.max_span_words < 1:
+      raise ValueError(f"max_span_words must be an int >= 1, got {self.max_span_words!r}.")
+    if self.max_predictions is not None and (not _is_int(self.max_predictions) or
+                                             self.max_predictions < 1):
+      raise ValueError(f"max_predictions must be None or an int >= 1, got "
+                       f"{self.max_predictions!r}.")
+    if not isinstance(self.whole_entity, bool):
+      raise ValueError(f"whole_entity must be a bool, got {self.whole_entity!r}.")
+
+  def predictions_for(self, seq_length: int) -> int:
+    """P for segments of ``seq_length`` tokens."""
+    if self.max_predictions is not None:
+      return int(self.max_predictions)
+    return max(1, math.ceil(0.2 * seq_length))
 
 
 def _known(cls, d: Dict[str, Any]) -> Dict[str, Any]:

@@ -54,10 +54,10 @@ from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from model import spans
+from model.configs import REDUCTIONS  # declared TF-free, for the parsers
 from schemas import documents as documents_lib
 from schemas import records
 
-REDUCTIONS = ("max", "sum")
 SP_GRANULARITIES = ("paragraph", "sentence")
 
 # (char_begin, char_end, probability) ranges of one segment's supporting evidence.

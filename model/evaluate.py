@@ -88,7 +88,7 @@ def _score(task: str, predictions: Any, predictions_source: str, gold_path: str,
 
 def score(task: str, predictions: Any, gold_path: str,
           **task_options: Any) -> Dict[str, Any]:
-  """Scores an in-memory predictions object (e.g. `model.predict.predict_with_model`'s).
+  """Scores an in-memory predictions object (e.g. `model.predict_lib.predict_with_model`'s).
 
   The same validation and metrics as `run` on a file holding `predictions`
   as JSON (`predictions` is not modified).

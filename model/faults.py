@@ -35,8 +35,6 @@ import sys
 import threading
 from typing import Callable, List, Optional
 
-import tensorflow as tf
-
 from schemas import cli
 from schemas import fault_hook
 
@@ -83,6 +81,11 @@ def _run_cleanups() -> None:
       pass
 
 
+def _is_tf_error(e: BaseException) -> bool:
+  tf = sys.modules.get("tensorflow")  # loaded by the command's work, not by this module
+  return tf is not None and isinstance(e, tf.errors.OpError)
+
+
 def full_disk_path(error: BaseException) -> Optional[str]:
   """``""`` or the path for an error (or one in its chain) that is a full disk, else None."""
   seen = set()
@@ -91,7 +94,7 @@ def full_disk_path(error: BaseException) -> Optional[str]:
     seen.add(id(e))
     if isinstance(e, OSError) and e.errno in _FULL:
       return e.filename or ""
-    if isinstance(e, tf.errors.OpError) or isinstance(e, OSError):
+    if isinstance(e, OSError) or _is_tf_error(e):
       m = _FULL_TEXT.search(str(getattr(e, "message", e)))
       if m:
         return m.group(1) or ""
@@ -115,6 +118,7 @@ def remove_checkpoint_temp(model_dir: str) -> List[str]:
   ``ckpt-*_temp*`` dirs and files TensorFlow writes a checkpoint into, and the files of a
   checkpoint newer than the one the ``checkpoint`` state names (written, never committed).
   Returns what it deleted."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top  (the commands' parsers are TF-free)
   removed = []
   for d in (model_dir, os.path.join(model_dir, "best")):
     if not tf.io.gfile.isdir(d):

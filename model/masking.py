@@ -44,79 +44,15 @@ or vary ``seed`` per epoch.
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import numbers
 from typing import Dict, Iterable, Optional, Union
 
 import tensorflow as tf
 
+from model.configs import MaskingConfig
 from model.layers.memory import span_coverage
 from schemas import records
 
 _MENTION_STATIC_KEYS = ("mentions_segment", "mentions_begin", "mentions_end", "mentions_mask")
-
-
-def _is_int(x) -> bool:
-  return isinstance(x, numbers.Integral) and not isinstance(x, bool)
-
-
-def _is_rate(x) -> bool:
-  return isinstance(x, numbers.Real) and not isinstance(x, bool) and 0.0 <= float(x) <= 1.0
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class MaskingConfig:
-  """Masked-LM masking options (all keyword-only; ``mask_token_id``/``vocab_size`` required).
-
-  Attributes:
-    mask_token_id: Id written at ``replace_mask`` of the masked positions.
-    vocab_size: V; random replacements are uniform in ``[0, V)``.
-    mention_rate: Probability that an entity mention (or entity, ``whole_entity``) is masked.
-    token_rate: Fraction of the eligible non-mention context tokens masked in whole-word spans.
-    max_span_words: Span lengths are uniform in ``[1, max_span_words]`` words.
-    max_predictions: P, masked positions kept per segment (static); None: ``ceil(0.2 * L)``.
-    replace_mask: Probability that a masked position becomes ``mask_token_id``.
-    replace_random: Probability that it becomes a random id (the rest keep their token).
-    whole_entity: Mask every mention of the same (known) entity in a segment together.
-  """
-
-  mask_token_id: int
-  vocab_size: int
-  mention_rate: float = 0.25
-  token_rate: float = 0.15
-  max_span_words: int = 3
-  max_predictions: Optional[int] = None
-  replace_mask: float = 0.8
-  replace_random: float = 0.1
-  whole_entity: bool = False
-
-  def __post_init__(self):
-    if not _is_int(self.vocab_size) or self.vocab_size < 1:
-      raise ValueError(f"vocab_size must be an int >= 1, got {self.vocab_size!r}.")
-    if not _is_int(self.mask_token_id) or not 0 <= self.mask_token_id < self.vocab_size:
-      raise ValueError(f"mask_token_id must be an int in [0, vocab_size={self.vocab_size}), "
-                       f"got {self.mask_token_id!r}.")
-    for name in ("mention_rate", "token_rate", "replace_mask", "replace_random"):
-      if not _is_rate(getattr(self, name)):
-        raise ValueError(f"{name} must be a number in [0, 1], got {getattr(self, name)!r}.")
-    if self.replace_mask + self.replace_random > 1.0 + 1e-9:
-      raise ValueError(f"replace_mask + replace_random must be <= 1, got "
-                       f"{self.replace_mask} + {self.replace_random}.")
-    if not _is_int(self.max_span_words) or self.max_span_words < 1:
-      raise ValueError(f"max_span_words must be an int >= 1, got {self.max_span_words!r}.")
-    if self.max_predictions is not None and (not _is_int(self.max_predictions) or
-                                             self.max_predictions < 1):
-      raise ValueError(f"max_predictions must be None or an int >= 1, got "
-                       f"{self.max_predictions!r}.")
-    if not isinstance(self.whole_entity, bool):
-      raise ValueError(f"whole_entity must be a bool, got {self.whole_entity!r}.")
-
-  def predictions_for(self, seq_length: int) -> int:
-    """P for segments of ``seq_length`` tokens."""
-    if self.max_predictions is not None:
-      return int(self.max_predictions)
-    return max(1, math.ceil(0.2 * seq_length))
 
 
 def starts_word_table(tokens: Iterable[Optional[str]], marker: str = "\u0120") -> tf.Tensor:

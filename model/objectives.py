@@ -102,13 +102,6 @@ class Task:
     raise NotImplementedError
 
 
-# The coreference loss is the paper's auxiliary PRE-training task for ReadTwice(E) (appendix);
-# fine-tuning leaves it out unless asked (it pulls every mention memory of an entity towards
-# one vector, against carrying context).
-FINETUNE_COREF_WEIGHT = 0.0
-PRETRAIN_COREF_WEIGHT = 1.0
-
-
 class FinetuneTask(Task):
   """Question answering: span OR-loss, answer type and supporting heads, from the records'
   answer labels (+ the coreference loss on entity memories when ``coref_weight`` > 0)."""
@@ -116,7 +109,7 @@ class FinetuneTask(Task):
   name = "finetune"
 
   def __init__(self, model_config: configs_lib.ModelConfig,
-               coref_weight: float = FINETUNE_COREF_WEIGHT):
+               coref_weight: float = configs_lib.FINETUNE_COREF_WEIGHT):
     super().__init__(model_config, coref_weight)
     self.loss_keys = (("total", "span_begin", "span_end", "answer_type", "supporting")
                       + (("coref",) if self.coref else ()))
@@ -147,8 +140,8 @@ class PretrainTask(Task):
 
   name = "pretrain"
 
-  def __init__(self, model_config: configs_lib.ModelConfig, masking: masking_lib.MaskingConfig,
-               coref_weight: float = PRETRAIN_COREF_WEIGHT):
+  def __init__(self, model_config: configs_lib.ModelConfig, masking: configs_lib.MaskingConfig,
+               coref_weight: float = configs_lib.PRETRAIN_COREF_WEIGHT):
     super().__init__(model_config, coref_weight)
     self.masking = masking
     self.loss_keys = ("total", "mlm") + (("coref",) if self.coref else ())
@@ -186,11 +179,11 @@ class PretrainTask(Task):
     return losses, stats
 
 
-def masking_config(manifest: Mapping, **overrides) -> masking_lib.MaskingConfig:
+def masking_config(manifest: Mapping, **overrides) -> configs_lib.MaskingConfig:
   """The masking of the records' tokenizer: its ``<mask>`` id and vocabulary size."""
   special = manifest["tokenizer"].get("special_ids", {})
   if "mask" not in special:
     raise TrainingError("the records' manifest names no <mask> token id (tokenizer.special_ids)")
-  return masking_lib.MaskingConfig(mask_token_id=int(special["mask"]),
+  return configs_lib.MaskingConfig(mask_token_id=int(special["mask"]),
                                    vocab_size=int(manifest["tokenizer"]["vocab_size"]),
                                    **overrides)

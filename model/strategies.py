@@ -17,8 +17,8 @@ from typing import Dict, Optional, Tuple
 import tensorflow as tf
 
 from model import replicas as replicas_lib
+from model.configs import STRATEGIES  # declared TF-free, for the parsers
 
-STRATEGIES = ("cpu", "mirrored", "tpu")
 
 
 def make_strategy(name: str = "cpu", tpu: Optional[str] = None) -> tf.distribute.Strategy:

@@ -153,8 +153,8 @@ class Trainer:
     self.log_fn = log_fn
     self.log_batches = log_batches
     self.allow_schedule_change = allow_schedule_change
-    if memory_scope not in book_memory.MEMORY_SCOPES:
-      raise ValueError(f"memory_scope must be one of {book_memory.MEMORY_SCOPES}, got "
+    if memory_scope not in configs_lib.MEMORY_SCOPES:
+      raise ValueError(f"memory_scope must be one of {configs_lib.MEMORY_SCOPES}, got "
                        f"{memory_scope!r}")
     self.memory_scope = memory_scope
     self.book_memory_refresh = book_memory_refresh

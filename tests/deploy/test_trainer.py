@@ -3,7 +3,7 @@ and Vertex AI"): every Vertex AI spec is a CustomJob the drivers accept, the fin
 the paper's, every placeholder is documented, and the scripts are valid bash.
 
 A spec's ``args`` must parse with its driver's own ``build_parser()`` (and pass
-``model.driver.check_flags`` where that exists) using only exact flag names: argparse would take
+``model.flags.check_flags``) using only exact flag names: argparse would take
 an unambiguous prefix such as ``--learning_r``, a job should not.  While ``model.pretrain`` or
 ``model.finetune`` is missing or lacks ``build_parser`` those checks skip, saying so.  Nothing
 here talks to Google Cloud.
@@ -132,16 +132,14 @@ def flag_errors(parser: argparse.ArgumentParser, args: List[str],
 
 
 def driver(module: str) -> Tuple[argparse.ArgumentParser, Optional[object]]:
-  """``(build_parser(), model.driver.check_flags or None)``; skips while the driver is absent."""
+  """``(build_parser(), model.flags.check_flags)``; skips while the driver is absent."""
   if importlib.util.find_spec(module) is None:
     pytest.skip(f"{module} does not exist yet: its spec is written against the CLI contract")
   mod = importlib.import_module(module)
   if not callable(getattr(mod, "build_parser", None)):
     pytest.skip(f"{module} has no build_parser() yet: cannot check the spec's args against it")
-  checks = None
-  if importlib.util.find_spec("model.driver") is not None:
-    checks = getattr(importlib.import_module("model.driver"), "check_flags", None)
-  return mod.build_parser(), checks
+  from model import flags  # pylint: disable=g-import-not-at-top
+  return mod.build_parser(), flags.check_flags
 
 
 def readme_section() -> str:

@@ -12,7 +12,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from model import configs, predict, train
+from model import configs, predict
+from model import train_lib
 from model import input as input_lib
 from pipelines import hotpotqa
 from pipelines.inspector import decoder, record_io, text_view
@@ -117,8 +118,8 @@ def test_documents_loader_reads_gzip_like_uncompressed(runs):
 @pytest.mark.slow
 def test_predict_on_gzip_equals_uncompressed(runs, tmp_path):
   model_dir = str(tmp_path / "model")
-  mc = train.config_from_manifest(runs["gzip"], "tiny")
-  train.train(runs["gzip"], model_dir, mc,  # trains on the gzip records through tf.data
+  mc = train_lib.config_from_manifest(runs["gzip"], "tiny")
+  train_lib.train(runs["gzip"], model_dir, mc,  # trains on the gzip records through tf.data
               configs.TrainConfig(learning_rate=1e-3, steps=2, seed=0, warmup_steps=0),
               log_fn=lambda d: None)
   outputs = {}

@@ -1,12 +1,12 @@
 """Fine-tuning's dev metrics are `python -m model.evaluate`'s on the same predictions and gold.
 
-For every registered task, `model.finetune.dev_evaluation` (the callback the trainer calls each
+For every registered task, `model.finetune_lib.dev_evaluation` (the callback the trainer calls each
 evaluation: its numbers go to the log, metrics.json, TensorBoard and pick `<model_dir>/best`) is
 run on fixed predictions -- with wrong, partial and missing answers, ids the gold file does not
 know and, for NarrativeQA, rows of other sets in `qaps.csv` -- and compared with
 `model.evaluate.run` on the same files with the flags a user gives `model.evaluate` (parsed by
 its own parser): the numbers must be equal.  The model's forward pass is replaced by the fixed
-predictions (`model.predict.predict_with_model`); the records dirs are real (their manifest
+predictions (`model.predict_lib.predict_with_model`); the records dirs are real (their manifest
 names the task and, for NarrativeQA, the split).
 """
 
@@ -16,7 +16,8 @@ import os
 import pytest
 
 from model import evaluate
-from model import finetune
+from model import predict_lib
+from model import finetune_lib
 from model import predict
 from model import tasks
 from model.evaluation import narrativeqa as nqa_official
@@ -125,7 +126,7 @@ def _fixed_predictions(monkeypatch, predictions, records_dir):
   def fake(model, records, **kwargs):
     assert model == "model" and records == records_dir, (model, records)
     return json.loads(json.dumps(predictions))
-  monkeypatch.setattr(predict, "predict_with_model", fake)
+  monkeypatch.setattr(predict_lib, "predict_with_model", fake)
 
 
 def _evaluate_cli(task, preds, gold, flags):
@@ -142,7 +143,7 @@ def test_every_task_has_a_case():
 def test_dev_metrics_equal_model_evaluate(tmp_path, monkeypatch, capsys, base_records, case):
   task, records_dir, gold, preds, predictions, flags = _setup(tmp_path, base_records, case)
   _fixed_predictions(monkeypatch, predictions, records_dir)
-  got = finetune.dev_evaluation(task, records_dir, gold)("model")
+  got = finetune_lib.dev_evaluation(task, records_dir, gold)("model")
   want = _evaluate_cli(task, preds, gold, flags)
   assert got == {k: v for k, v in want.items() if isinstance(v, (int, float))}
   # Not a trivial agreement: something is wrong, something missing, something unknown.
@@ -150,8 +151,8 @@ def test_dev_metrics_equal_model_evaluate(tmp_path, monkeypatch, capsys, base_re
   assert got[best] > 0 and got[best] not in (1, 100) and got["n_ignored"] >= 1, got
   assert any(v for k, v in got.items() if k.startswith("n_missing")), got
   # The evaluate warnings go to stderr once per kind (a second evaluation adds none).
-  finetune.dev_evaluation(task, records_dir, gold)  # construction prints nothing
-  fn = finetune.dev_evaluation(task, records_dir, gold)
+  finetune_lib.dev_evaluation(task, records_dir, gold)  # construction prints nothing
+  fn = finetune_lib.dev_evaluation(task, records_dir, gold)
   capsys.readouterr()
   assert fn("model") == got and fn("model") == got
   err = capsys.readouterr().err.splitlines()
@@ -163,11 +164,11 @@ def test_narrativeqa_scores_only_the_dev_split(tmp_path, monkeypatch, base_recor
   """The bug of issue 41: every row of qaps.csv was scored, train and test rows as missing."""
   task, records_dir, gold, preds, predictions, _ = _setup(tmp_path, base_records, "narrativeqa")
   _fixed_predictions(monkeypatch, predictions, records_dir)
-  got = finetune.dev_evaluation(task, records_dir, gold)("model")
+  got = finetune_lib.dev_evaluation(task, records_dir, gold)("model")
   assert (got["n_gold"], got["n_answered"], got["n_missing"], got["n_ignored"]) == (3, 2, 1, 2)
   all_rows = evaluate.run(task, preds, gold, meteor=False)
   assert all_rows["n_gold"] == 7 and all_rows["rouge_l"] < 0.8 * got["rouge_l"]
-  assert finetune.dev_options(task, records_dir) == {"split": "valid", "meteor": False}
+  assert finetune_lib.dev_options(task, records_dir) == {"split": "valid", "meteor": False}
 
 
 def test_narrativeqa_dev_records_without_split(tmp_path, base_records):
@@ -175,7 +176,7 @@ def test_narrativeqa_dev_records_without_split(tmp_path, base_records):
   gold = tmp_path / "qaps.csv"
   gold.write_text(NQA_GOLD)
   with pytest.raises(evaluate.EvaluationError) as e:
-    finetune.dev_evaluation("narrativeqa", records_dir, str(gold))
+    finetune_lib.dev_evaluation("narrativeqa", records_dir, str(gold))
   message = str(e.value)
   assert "\n" not in message and message.startswith(f"{records_dir}: its manifest.json "
                                                     "records no NarrativeQA split"), message
@@ -189,7 +190,7 @@ def test_gold_without_the_dev_split_fails_before_training(tmp_path, base_records
   gold.write_text(NQA_HEADER + "".join(
       f'{d},{s},"{q}",{a1},{a2},q,a,b\r\n' for d, s, q, a1, a2 in NQA_ROWS if s != "valid"))
   with pytest.raises(evaluate.EvaluationError) as e:
-    finetune.dev_evaluation("narrativeqa", records_dir, str(gold))  # no model, no prediction
+    finetune_lib.dev_evaluation("narrativeqa", records_dir, str(gold))  # no model, no prediction
   assert str(e.value) == (f"gold file {gold}: no gold questions to score in split 'valid' "
                           "(its sets: ['test', 'train'])")
 
@@ -219,7 +220,7 @@ def test_predict_gold_scores_the_records_split(tmp_path, monkeypatch, capsys, ba
     with open(out, "w") as f:
       json.dump(predictions, f)
     return predictions
-  monkeypatch.setattr(predict, "predict", fake_predict)
+  monkeypatch.setattr(predict_lib, "predict", fake_predict)
   monkeypatch.setattr(nqa_official, "meteor_available", lambda: None)
   monkeypatch.setattr(nqa_official, "corpus_meteor", lambda hyps, refs, scorer=None: (
       len(hyps) / 100.0, []))

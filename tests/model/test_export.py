@@ -15,6 +15,8 @@ import pytest
 import tensorflow as tf
 
 from model import configs, export, readtwice, spans
+from model import train_lib
+from model import export_lib
 from schemas import records
 from tests import REPO_ROOT
 
@@ -52,7 +54,7 @@ def test_best_spans_equal_numpy_and_model_spans():
   begin = rng.normal(size=[n, l]).astype(np.float32)
   end = rng.normal(size=[n, l]).astype(np.float32)
   for m in (1, 2, 4, 30):
-    b, e, score = (t.numpy() for t in export.best_spans(begin, end, kinds, m))
+    b, e, score = (t.numpy() for t in export_lib.best_spans(begin, end, kinds, m))
     want = [numpy_best_span(begin[s], end[s], kinds[s], m) for s in range(n)]
     assert [(int(x), int(y)) for x, y in zip(b, e)] == [w[:2] for w in want], m
     np.testing.assert_allclose(score[:-1], [w[2] for w in want[:-1]], rtol=0, atol=1e-6)
@@ -142,12 +144,11 @@ def _entity_model_dir(model_dir: str, vocab_size: int, seq_length: int):
 @pytest.mark.slow
 def test_saved_model_serves_without_the_repository(tmp_path, capsys):
   from model import input as input_lib
-  from model import train
   from tests.model import packs
   records_dir = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
   model_dir = str(tmp_path / "model")
-  mc = train.config_from_manifest(records_dir, "tiny")
-  train.train(records_dir, model_dir, mc,
+  mc = train_lib.config_from_manifest(records_dir, "tiny")
+  train_lib.train(records_dir, model_dir, mc,
               configs.TrainConfig(learning_rate=3e-3, steps=2, seed=0), log_fn=lambda d: None)
   entity_dir = str(tmp_path / "entity_model")
   emc = _entity_model_dir(entity_dir, 64, 24)
@@ -183,7 +184,7 @@ def test_saved_model_serves_without_the_repository(tmp_path, capsys):
         pack[key][:4] = values
     path = str(tmp_path / f"pack_{name}.npz")
     np.savez(path, **pack)
-    model, _ = train.load_model(mdir)
+    model, _ = train_lib.load_model(mdir)
     out_keras = {key: v.numpy() for key, v in
                  model({key: tf.constant(v) for key, v in pack.items()}, training=False).items()}
     expected[name] = (pack, out_keras)
@@ -192,8 +193,8 @@ def test_saved_model_serves_without_the_repository(tmp_path, capsys):
   _serve_elsewhere(jobs, str(tmp_path))
   for (name, (pack, out_keras)), (_, _, result) in zip(expected.items(), jobs):
     served = dict(np.load(result))
-    assert sorted(served) == sorted(export.LOGIT_KEYS + export.SPAN_KEYS)
-    for key in export.LOGIT_KEYS:
+    assert sorted(served) == sorted(export_lib.LOGIT_KEYS + export_lib.SPAN_KEYS)
+    for key in export_lib.LOGIT_KEYS:
       assert served[key].shape == out_keras[key].shape, (name, key)
       assert np.max(np.abs(served[key] - out_keras[key])) <= 1e-5, (name, key)
     want = decode_all(out_keras, pack["token_kind"], 3)
@@ -209,7 +210,7 @@ def test_saved_model_serves_without_the_repository(tmp_path, capsys):
   assert "exists; pass --overwrite" in capsys.readouterr().err
   assert export.main(argv + ["--overwrite"]) == 0
   assert json.load(open(os.path.join(exported["cls"], "export.json")))[
-      "max_answer_tokens"] == export.DEFAULT_MAX_ANSWER_TOKENS
+      "max_answer_tokens"] == export_lib.DEFAULT_MAX_ANSWER_TOKENS
 
 
 def test_overwrite_replaces_only_an_earlier_export_never_through_a_symlink(tmp_path, capsys):
@@ -218,13 +219,13 @@ def test_overwrite_replaces_only_an_earlier_export_never_through_a_symlink(tmp_p
     d.mkdir()
   configs.save_configs(str(model_dir), configs.tiny(vocab_size=32, max_seq_length=8))
   (other / "notes.txt").write_text("mine")
-  (earlier / export.EXPORT_FILE).write_text("{}")
+  (earlier / export_lib.EXPORT_FILE).write_text("{}")
   os.symlink(earlier, tmp_path / "link")
-  export._check_replaceable(str(earlier))  # an earlier export may be replaced
-  with pytest.raises(export.ExportError, match="is not an earlier export"):
-    export._check_replaceable(str(other))
-  with pytest.raises(export.ExportError, match="is a symlink"):
-    export._check_replaceable(str(tmp_path / "link"))
+  export_lib._check_replaceable(str(earlier))  # an earlier export may be replaced
+  with pytest.raises(export_lib.ExportError, match="is not an earlier export"):
+    export_lib._check_replaceable(str(other))
+  with pytest.raises(export_lib.ExportError, match="is a symlink"):
+    export_lib._check_replaceable(str(tmp_path / "link"))
   argv = ["--model_dir", str(model_dir), "--seq_length", "8", "--segments_per_pack", "2",
           "--overwrite", "--output_dir"]
   assert export.main(argv + [str(other)]) == 1

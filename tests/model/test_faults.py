@@ -22,10 +22,11 @@ import pytest
 import tensorflow as tf
 
 from model import configs as configs_lib
+from model import train_lib
 from model import driver
 from model import faults
 from model import input as input_lib
-from model import predict as predict_lib
+from model import predict_lib
 from model import roberta_checkpoint
 from model import roberta_mapping
 from model import training_data
@@ -318,9 +319,8 @@ def test_a_roberta_dir_without_vocab_json_is_named(tmp_path):
 
 @pytest.fixture(scope="module")
 def model_dir(dirs):
-  from model import train  # pylint: disable=g-import-not-at-top
   d = str(dirs["base"] / "model")
-  train.train(dirs["good"], d, train_config=configs_lib.TrainConfig(steps=1), log_fn=lambda m: 0)
+  train_lib.train(dirs["good"], d, train_config=configs_lib.TrainConfig(steps=1), log_fn=lambda m: 0)
   return d
 
 

@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, decoding, evaluate, predict, readtwice
+from model import configs, decoding, evaluate, readtwice
+from model import train_lib
+from model import predict_lib
 from model import input as input_lib
-from model import train
 from model.evaluation import hotpotqa, narrativeqa
 from schemas import documents as documents_lib
 from tests.model import packs
@@ -140,15 +141,15 @@ def test_configs_round_trip_on_ram(dirs):
 @pytest.mark.slow
 def test_checkpoint_restores_from_ram(dirs):
   _, ram, model = dirs
-  restored, mc = train.load_model(os.path.join(ram, "model"))
+  restored, mc = train_lib.load_model(os.path.join(ram, "model"))
   assert mc == model.config
   assert len(restored.weights) == len(model.weights) > 10
   for got, want in zip(restored.weights, model.weights):  # paths differ by the model's name
     assert got.path.split("/", 1)[1] == want.path.split("/", 1)[1]
     np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=want.path)
   # The already built model (never saved/restored) predicts what the restored one does.
-  assert (predict.predict_with_model(model, os.path.join(ram, "records")) ==
-          predict.predict_with_model(restored, os.path.join(ram, "records")))
+  assert (predict_lib.predict_with_model(model, os.path.join(ram, "records")) ==
+          predict_lib.predict_with_model(restored, os.path.join(ram, "records")))
 
 
 def _gold(records_dir):
@@ -164,9 +165,9 @@ def test_predict_and_evaluate_on_ram(dirs, tmp_path):
   local_out = str(tmp_path / "p.json")
   ram_out = os.path.join(ram, "out", "p.json")
   tf.keras.utils.set_random_seed(11)  # different seeds: every weight must come from the files
-  want = predict.predict(os.path.join(local, "records"), os.path.join(local, "model"), local_out)
+  want = predict_lib.predict(os.path.join(local, "records"), os.path.join(local, "model"), local_out)
   tf.keras.utils.set_random_seed(12)
-  got = predict.predict(os.path.join(ram, "records"), os.path.join(ram, "model"), ram_out)
+  got = predict_lib.predict(os.path.join(ram, "records"), os.path.join(ram, "model"), ram_out)
   assert got == want
   assert sorted(want["answer"]) == sorted(want["sp"]) == ["q0_0", "q0_1", "q1_0", "q1_1"]
   texts = {d["question_id"]: d["text"]
@@ -177,8 +178,8 @@ def test_predict_and_evaluate_on_ram(dirs, tmp_path):
     assert g.read() == local_text
   assert json.loads(local_text) == want
   tf.keras.utils.set_random_seed(11)
-  restored, _ = train.load_model(os.path.join(ram, "model"))
-  assert predict.predict_with_model(restored, os.path.join(ram, "records")) == want
+  restored, _ = train_lib.load_model(os.path.join(ram, "model"))
+  assert predict_lib.predict_with_model(restored, os.path.join(ram, "records")) == want
 
   # Scoring: in memory (score) == from files (run), local and ram://, == the metrics module.
   gold = _gold(os.path.join(local, "records"))
@@ -212,22 +213,22 @@ def test_predict_and_evaluate_on_ram(dirs, tmp_path):
 def test_predict_with_model_reuses_one_trace(dirs):
   local, ram, model = dirs
   records_dir = os.path.join(ram, "records")
-  first = predict.predict_with_model(model, records_dir, task="hotpotqa")
+  first = predict_lib.predict_with_model(model, records_dir, task="hotpotqa")
   # One traced forward per memory_chunk (None: the sub-document scope's one-shot read).
-  forward = predict._FORWARDS[model][None]  # pylint: disable=protected-access
-  second = predict.predict_with_model(model, records_dir, reduction="sum")
-  assert predict._FORWARDS[model][None] is forward  # pylint: disable=protected-access
-  assert list(predict._FORWARDS[model]) == [None]  # pylint: disable=protected-access
+  forward = predict_lib._FORWARDS[model][None]  # pylint: disable=protected-access
+  second = predict_lib.predict_with_model(model, records_dir, reduction="sum")
+  assert predict_lib._FORWARDS[model][None] is forward  # pylint: disable=protected-access
+  assert list(predict_lib._FORWARDS[model]) == [None]  # pylint: disable=protected-access
   assert forward.experimental_get_tracing_count() == 1
   assert sorted(first["answer"]) == sorted(second["answer"]) == [
       f"q{k}_{d}" for k in range(2) for d in range(2)]
   # max_packs: only the first pack's questions.
-  one = predict.predict_with_model(model, records_dir, max_packs=1)
-  full = predict.predict_with_model(model, os.path.join(local, "records"))
+  one = predict_lib.predict_with_model(model, records_dir, max_packs=1)
+  full = predict_lib.predict_with_model(model, os.path.join(local, "records"))
   assert sorted(one["answer"]) == ["q0_0", "q0_1"]
   assert one["answer"] == {q: full["answer"][q] for q in ("q0_0", "q0_1")}
   with pytest.raises(ValueError, match="max_packs"):
-    predict.predict_with_model(model, records_dir, max_packs=0)
+    predict_lib.predict_with_model(model, records_dir, max_packs=0)
 
 
 @pytest.mark.slow
@@ -235,8 +236,8 @@ def test_forward_cache_does_not_keep_models_alive(dirs):
   _, ram, _ = dirs
   mc = configs.tiny(vocab_size=64, max_seq_length=SEQ_LENGTH)
   model = readtwice.build_model(mc, SEQ_LENGTH, SEGMENTS)
-  predict.predict_with_model(model, os.path.join(ram, "records"), max_packs=1)
-  assert model in predict._FORWARDS  # pylint: disable=protected-access
+  predict_lib.predict_with_model(model, os.path.join(ram, "records"), max_packs=1)
+  assert model in predict_lib._FORWARDS  # pylint: disable=protected-access
   ref = weakref.ref(model)
   del model
   gc.collect()
@@ -266,7 +267,7 @@ def test_predict_with_model_built_under_mirrored_strategy(dirs):
     mirrored = readtwice.build_model(model.config, SEQ_LENGTH, SEGMENTS)
   for var, value in zip(mirrored.weights, model.weights):
     var.assign(value)
-  want = predict.predict_with_model(model, records_dir)
-  assert predict.predict_with_model(mirrored, records_dir) == want
+  want = predict_lib.predict_with_model(model, records_dir)
+  assert predict_lib.predict_with_model(mirrored, records_dir) == want
   with strategy.scope():
-    assert predict.predict_with_model(mirrored, records_dir) == want
+    assert predict_lib.predict_with_model(mirrored, records_dir) == want

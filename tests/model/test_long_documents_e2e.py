@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from model import configs, evaluate, predict, train
+from model import configs, evaluate, predict
+from model import train_lib
 from model import book_memory
 from model import input as input_lib
 from pipelines import narrativeqa
@@ -21,7 +22,7 @@ FLAGS = ["--seq_length", "48", "--overlap", "8", "--max_segments_per_document", 
 
 def _chain(records_dir, tmp_path, task, gold, *eval_flags, predict_flags=()):
   model_dir = str(tmp_path / "model")
-  train.train(records_dir, model_dir, train.config_from_manifest(records_dir, "tiny"),
+  train_lib.train(records_dir, model_dir, train_lib.config_from_manifest(records_dir, "tiny"),
               configs.TrainConfig(learning_rate=1e-3, steps=2, seed=0, warmup_steps=0),
               log_fn=lambda d: None)
   preds = str(tmp_path / "predictions.json")
@@ -55,7 +56,7 @@ def test_narrativeqa_chain_on_fixtures(tmp_path, scope):
   preds, metrics = _chain(out, tmp_path, "narrativeqa", qaps, "--nometeor", "--split", "test",
                           predict_flags=("--memory_scope", scope))
   if scope == "book":  # pass 1 kept the memories of the books that span several packs
-    model, _ = train.load_model(str(tmp_path / "model"))
+    model, _ = train_lib.load_model(str(tmp_path / "model"))
     book = book_memory.BookMemory(
         lambda: ({k: v.numpy() for k, v in f.items()}
                  for f in input_lib.dataset_from_output_dir(out)), 1, model.config.hidden_size)

@@ -7,7 +7,8 @@ warm-up ``(s + 1) / w`` for ``s < w``, then ``1 - (1 - e) * (s - w) / (T - w)``,
 
 import pytest
 
-from model import configs, train
+from model import configs
+from model import optimization
 
 PEAK, T, W = 1.0, 10, 2
 # s -> rate for end fraction e = 0 (the TrainConfig default).
@@ -17,7 +18,7 @@ DECAY_TO_QUARTER = {0: 0.5, 1: 1.0, 2: 1.0, 6: 0.625, 9: 1 - 0.75 * 7 / 8, 10: 0
 
 
 def _rates(tc, steps):
-  opt = train.make_optimizer(tc, [])
+  opt = optimization.make_optimizer(tc, [])
   rates = {}
   for s in steps:
     opt.iterations.assign(s)
@@ -46,11 +47,11 @@ def test_schedule_without_warmup_starts_at_peak_and_scales_with_it():
 
 
 def test_make_schedule_decays_to_zero_by_default_and_round_trips():
-  schedule = train.make_schedule(configs.TrainConfig(learning_rate=PEAK, steps=T, warmup_steps=W))
+  schedule = optimization.make_schedule(configs.TrainConfig(learning_rate=PEAK, steps=T, warmup_steps=W))
   for s, rate in DECAY_TO_ZERO.items():
     assert float(schedule(s)) == pytest.approx(rate, abs=1e-6), s
   config = schedule.get_config()
   assert config == dict(peak=PEAK, total_steps=T, warmup_steps=W, end_fraction=0.0)
-  clone = train.WarmupLinearDecay.from_config(config)
+  clone = optimization.WarmupLinearDecay.from_config(config)
   assert [float(clone(s)) for s in DECAY_TO_ZERO] == pytest.approx(list(DECAY_TO_ZERO.values()),
                                                                    abs=1e-6)

@@ -7,6 +7,7 @@ import pytest
 
 from demo import run as demo_run
 from model import configs, train
+from model import train_lib
 
 REQUIRED = ["--records_dir", "records", "--model_dir", "model"]
 FIELDS = [f.name for f in dataclasses.fields(configs.TrainConfig)]
@@ -40,9 +41,9 @@ def captured(monkeypatch):
     calls.append(tc)
     return {"losses": [], "steps": tc.steps}
 
-  monkeypatch.setattr(train, "train", fake_train)
-  monkeypatch.setattr(train, "config_from_manifest", lambda d, p: configs.tiny())
-  monkeypatch.setattr(train.input_lib, "read_manifest", lambda d: {})
+  monkeypatch.setattr(train_lib, "train", fake_train)
+  monkeypatch.setattr(train_lib, "config_from_manifest", lambda d, p: configs.tiny())
+  monkeypatch.setattr(train_lib.input_lib, "read_manifest", lambda d: {})
   return calls
 
 

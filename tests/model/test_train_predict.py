@@ -7,6 +7,8 @@ import os
 import numpy as np
 
 from model import configs, decoding, spans
+from model import train_lib
+from model import predict_lib
 from schemas import records
 
 S, Q, C, P = (records.TOKEN_KIND_SPECIAL, records.TOKEN_KIND_QUESTION,
@@ -62,13 +64,13 @@ def test_decoder_maps_offsets_and_answer_types():
 @pytest.mark.slow
 def test_train_reduces_loss_and_predict(tmp_path, capsys):
   from tests.model import packs
-  from model import predict, train
+  from model import predict
   records_dir = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
   model_dir = str(tmp_path / "model")
-  mc = train.config_from_manifest(records_dir, "tiny")
+  mc = train_lib.config_from_manifest(records_dir, "tiny")
   tc = configs.TrainConfig(learning_rate=3e-3, steps=25, seed=0, checkpoint_every=10)
   logged = []
-  summary = train.train(records_dir, model_dir, mc, tc, log_fn=logged.append)
+  summary = train_lib.train(records_dir, model_dir, mc, tc, log_fn=logged.append)
   assert summary["steps"] == 25 and len(logged) == 25
   assert summary["last_loss"] < 0.6 * summary["first_loss"], summary
   assert all(np.isfinite(summary["losses"]))
@@ -111,7 +113,7 @@ def test_train_reduces_loss_and_predict(tmp_path, capsys):
   # TriviaQA records of one document per (question, page) -- here every document id differs
   # from its question id -- are keyed per document, without any flag.
   tqa_records = packs.as_job(records_dir, "triviaqa", str(tmp_path / "tqa_records"))
-  tqa = predict.predict(tqa_records, model_dir, None)
+  tqa = predict_lib.predict(tqa_records, model_dir, None)
   assert sorted(tqa) == sorted(f"doc{q[1:]}" for q in preds["answer"])
   assert all(a in texts[d] for d, a in tqa.items())
   capsys.readouterr()
@@ -127,6 +129,6 @@ def test_train_reduces_loss_and_predict(tmp_path, capsys):
   # Resuming continues from the checkpoint instead of starting over (2 more steps: a changed
   # schedule, which must be asked for).
   tc2 = configs.TrainConfig(learning_rate=3e-3, steps=27, seed=0)
-  summary2 = train.train(records_dir, model_dir, mc, tc2, log_fn=lambda d: None,
+  summary2 = train_lib.train(records_dir, model_dir, mc, tc2, log_fn=lambda d: None,
                          allow_schedule_change=True)
   assert summary2["steps"] == 27 and len(summary2["losses"]) == 2

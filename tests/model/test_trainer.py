@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from model import configs, finetune, objectives, pretrain, strategies, trainer, training_data
+from model import pretrain_lib
 from tests.model import packs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -90,12 +91,12 @@ def test_mlm_evaluation_counts_are_a_hand_computation(wiki_records):
   from model import readtwice  # pylint: disable=g-import-not-at-top
   tf.keras.utils.set_random_seed(0)
   model = readtwice.build_model(mc, 64, 8)
-  got = pretrain.mlm_evaluation(model, [wiki_records], task)
+  got = pretrain_lib.mlm_evaluation(model, [wiki_records], task)
   ds = training_data.records_dataset([wiki_records], training_data.read_manifests([wiki_records]),
                                shuffle=False, repeat=False, seed=0,
                                max_mentions=task.max_mentions)
   tokens = correct = ent = ent_correct = 0.0
-  for f in task.prepare(ds, pretrain.EVAL_SEED):
+  for f in task.prepare(ds, pretrain_lib.EVAL_SEED):
     logits = model(f, training=False)["mlm_logits"].numpy()
     w = f["masked_weights"].numpy()
     e = w * f["masked_is_entity"].numpy()

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, readtwice, train
+from model import configs, readtwice
+from model import optimization
 
 LR, WD, VALUE = 0.1, 2.0, 0.5
 
@@ -50,7 +51,7 @@ def test_decay_only_kernels_and_embeddings(optimizer):
   for v in variables:
     v.assign(np.full(v.shape, VALUE, np.float32))
   tc = configs.TrainConfig(optimizer=optimizer, learning_rate=LR, weight_decay=WD, steps=10)
-  opt = train.make_optimizer(tc, variables)
+  opt = optimization.make_optimizer(tc, variables)
   opt.build(variables)
   opt.apply_gradients([(tf.zeros_like(v), v) for v in variables])
 
@@ -66,6 +67,6 @@ def test_decay_only_kernels_and_embeddings(optimizer):
       decayed.add(v.path)
   assert {p[len(prefix):] for p in decayed} == DECAYED
   assert kept == _layer_norm_and_bias_paths(model)
-  assert all(train.decays_weight(v) == (v.path in decayed) for v in variables)
+  assert all(optimization.decays_weight(v) == (v.path in decayed) for v in variables)
   kept_names = {p.rsplit("/", 1)[-1] for p in kept}
   assert kept_names == {"gamma", "beta", "bias", "relative_bias", "noop_bias", "output_bias"}

@@ -8,6 +8,8 @@ import json
 import pytest
 
 from model import evaluate, tasks
+from model import train_lib
+from model import predict_lib
 from model.evaluation import squad
 from tests.model.test_decoding import D1, D2A, D2B, D3, D4, _decoder
 
@@ -118,24 +120,23 @@ def test_evaluate_cli(tmp_path, capsys):
 
 
 def test_records_task_of_a_manifest():
-  from model import predict  # pylint: disable=g-import-not-at-top  (imports TensorFlow)
   docs = {"a": {"question_id": "a"}}
-  assert predict.records_task({"job": "jsonl_qa", "task": "extractive_qa"}, docs) == (
+  assert predict_lib.records_task({"job": "jsonl_qa", "task": "extractive_qa"}, docs) == (
       "extractive_qa", False)
-  assert predict.records_task({"job": "triviaqa", "config": {}}, docs) == ("triviaqa", False)
-  with pytest.raises(predict.PredictError, match="the records were written by the 'wikipedia' "
+  assert predict_lib.records_task({"job": "triviaqa", "config": {}}, docs) == ("triviaqa", False)
+  with pytest.raises(predict_lib.PredictError, match="the records were written by the 'wikipedia' "
                      "job, which has no questions; model.predict reads the output of jobs with "
                      r"a QA task \(hotpotqa, triviaqa, narrativeqa, extractive_qa\)"):
-    predict.records_task({"job": "wikipedia"}, docs)
-  with pytest.raises(predict.PredictError, match="the records' manifest names the task 'squad2'"):
-    predict.records_task({"job": "jsonl_qa", "task": "squad2"}, docs)
+    predict_lib.records_task({"job": "wikipedia"}, docs)
+  with pytest.raises(predict_lib.PredictError, match="the records' manifest names the task 'squad2'"):
+    predict_lib.records_task({"job": "jsonl_qa", "task": "squad2"}, docs)
 
 
 @pytest.mark.slow
 def test_predict_and_score_extractive_qa_records(tmp_path, capsys):
   """``model.predict`` on records whose manifest names the task (``jsonl_qa`` writes
   ``"task": "extractive_qa"``), with ``--gold`` the JSON-lines file."""
-  from model import configs, decoding, predict, train  # pylint: disable=g-import-not-at-top
+  from model import configs, decoding, predict  # pylint: disable=g-import-not-at-top
   from schemas import manifest as manifest_lib  # pylint: disable=g-import-not-at-top
   from tests.model import packs  # pylint: disable=g-import-not-at-top
   records = packs.as_job(packs.qa_output_dir(str(tmp_path / "hotpot"), num_packs=1), "jsonl_qa",
@@ -145,7 +146,7 @@ def test_predict_and_score_extractive_qa_records(tmp_path, capsys):
   manifest["task"] = "extractive_qa"
   path.write_text(manifest_lib.dumps(manifest))
   model_dir = str(tmp_path / "model")
-  train.train(records, model_dir, train.config_from_manifest(records, "tiny"),
+  train_lib.train(records, model_dir, train_lib.config_from_manifest(records, "tiny"),
               configs.TrainConfig(steps=1, seed=0), log_fn=lambda d: None)
   out = str(tmp_path / "predictions.json")
   capsys.readouterr()
