@@ -5,7 +5,7 @@ Extras keep Dataflow workers free of TensorFlow, and let the user pick the Tenso
   pip install -e .[trainer,cpu]     # model side with tensorflow-cpu
   pip install -e .[trainer,gpu]     # ... with tensorflow[and-cuda] (no tensorflow-cpu)
   pip install -e .[trainer,tpu]     # ... with tensorflow-tpu (PyPI's newest is 2.20.0)
-  pip install -e .[dev]             # pipeline + trainer + cpu + pytest/ruff
+  pip install -e .[dev]             # pipeline + trainer + cpu + pytest/pytest-xdist/ruff
 `trainer` names no TensorFlow build: tensorflow-cpu, tensorflow and tensorflow-tpu all install
 the same `tensorflow/` package, so an extra that forced one would fight a user's other build.
 Exact versions of the CPU set that co-install are pinned in requirements.txt (what `make demo`
@@ -72,7 +72,7 @@ setup(
         "cpu": CPU,
         "gpu": GPU,
         "tpu": TPU,
-        "dev": PIPELINE + TRAINER + CPU + ["pytest>=8", "ruff>=0.17,<0.18"],
+        "dev": PIPELINE + TRAINER + CPU + ["pytest>=8", "pytest-xdist>=3.8", "ruff>=0.17,<0.18"],
         "roberta-test": ROBERTA_TEST,
     },
 )

@@ -90,7 +90,8 @@ def main(argv=None) -> int:
     value = getattr(args, name)
     if value is not None and value < 1:
       p.error(f"--{name} must be >= 1, got {value}")
-  from model import export_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+  with faults.starting():
+    from model import export_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return export_lib.run(p.prog, args)
 
 

@@ -26,6 +26,7 @@ yet renamed), ``export`` (the SavedModel written, ``export.json`` not yet).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
@@ -33,7 +34,7 @@ import re
 import signal
 import sys
 import threading
-from typing import Callable, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 from schemas import cli
 from schemas import fault_hook
@@ -48,6 +49,7 @@ _FULL_TEXT = re.compile(r"(?:(\S+?)[;:] )?(No space left on device|Disk quota ex
 # :func:`command` runs (the Python API leaves its failures to its caller).
 _CLEANUPS: List[Callable[[], None]] = []
 _ACTIVE = [0]
+_STARTING = [False]  # inside starting(): the command loads its libraries, writes nothing
 
 
 class Terminated(BaseException):
@@ -56,6 +58,15 @@ class Terminated(BaseException):
 
 FAULT_ENV = fault_hook.ENV
 fault_point = fault_hook.fault_point  # the one hook (schemas/fault_hook.py)
+
+
+@contextlib.contextmanager
+def starting() -> Iterator[None]:
+  """Wraps a command's import of its libraries (TensorFlow: seconds): a stop signal there is
+  ``<prog>: error: terminated (SIGTERM) while starting; nothing was written``."""
+  _STARTING[0] = True
+  yield  # (a stop signal raised here leaves the flag set, for the command's message)
+  _STARTING[0] = False
 
 
 def on_failure(cleanup: Callable[[], None]) -> Callable[[], None]:
@@ -163,6 +174,7 @@ def command(module: str, trains: bool = False) -> Callable:
           previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
       _CLEANUPS.clear()
       _ACTIVE[0] += 1
+      _STARTING[0] = False
       try:
         status = main(*args, **kwargs)
         if status:
@@ -170,10 +182,16 @@ def command(module: str, trains: bool = False) -> Callable:
         return status
       except KeyboardInterrupt:
         _run_cleanups()
+        if _STARTING[0]:
+          return _fail(prog, "interrupted (SIGINT) while starting; nothing was written",
+                       EXIT_SIGINT)
         return _fail(prog, f"interrupted (Ctrl-C); partial outputs were removed{rerun}",
                      EXIT_SIGINT)
       except Terminated:
         _run_cleanups()
+        if _STARTING[0]:
+          return _fail(prog, "terminated (SIGTERM) while starting; nothing was written",
+                       EXIT_SIGTERM)
         return _fail(prog, f"terminated (SIGTERM); partial outputs were removed{rerun}",
                      EXIT_SIGTERM)
       except SystemExit:

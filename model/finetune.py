@@ -106,7 +106,8 @@ def main(argv=None) -> int:
     p.error("--patience needs --dev_records_dir and --gold (it stops on the dev metric)")
   if args.book_memory_refresh < 1:
     p.error(f"--book_memory_refresh must be >= 1, got {args.book_memory_refresh}")
-  from model import finetune_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+  with faults.starting():
+    from model import finetune_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return finetune_lib.run(p.prog, args)
 
 

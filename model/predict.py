@@ -90,7 +90,8 @@ def main(argv=None) -> int:
       p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
   if not 0.0 <= args.sp_threshold <= 1.0:
     p.error(f"--sp_threshold must be in [0, 1], got {args.sp_threshold}")
-  from model import predict_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+  with faults.starting():
+    from model import predict_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return predict_lib.run(p.prog, args)
 
 

@@ -73,7 +73,8 @@ def main(argv=None) -> int:
   flags.check_flags(p, args)
   if args.eval_every is not None and not args.dev_records_dir:
     p.error("--eval_every needs --dev_records_dir")
-  from model import pretrain_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+  with faults.starting():
+    from model import pretrain_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return pretrain_lib.run(p.prog, args)
 
 

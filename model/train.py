@@ -68,7 +68,8 @@ def main(argv=None) -> int:
         mc = configs_lib.ModelConfig.from_json(f.read(), f"--model_config {args.model_config}")
     except (OSError, ValueError) as e:
       p.error(str(e))
-  from model import train_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+  with faults.starting():
+    from model import train_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return train_lib.run(p.prog, args, tc, mc)
 
 

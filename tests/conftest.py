@@ -9,6 +9,22 @@ import pytest
 # closes its connections ("Got goaway"): noise in the test output, not a finding.
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
+# Under pytest-xdist (make test / make check) each worker is one process of its own: its
+# TensorFlow thread pools get that worker's share of the cores (set before any test imports
+# TensorFlow; the commands that tests run as subprocesses inherit it), so that workers do not
+# fight over the same cores.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+  _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+  os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(_share))
+  os.environ.setdefault("TF_NUM_INTEROP_THREADS", str(_share))
+
+
+def pytest_configure(config):
+  """The duration guard (tests/duration_guard.py): a test over its time limit fails."""
+  from tests import duration_guard  # pylint: disable=g-import-not-at-top
+  if not config.pluginmanager.is_registered(duration_guard):
+    config.pluginmanager.register(duration_guard, "readtwice-duration-guard")
+
 
 @pytest.fixture
 def restore_logging():

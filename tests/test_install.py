@@ -156,7 +156,7 @@ def test_every_test_command_the_readme_shows_installs_what_it_needs():
   bare = [c for c in commands if re.search(r"\b(pytest|ruff)\b", c) and "make " not in c]
   assert bare == [], f"README runs test tools outside make (not installed by make demo): {bare}"
   named = {t for c in commands for t in re.findall(r"\bmake ([\w-]+)", c)}
-  assert {"demo", "test", "test-fast"} <= named
+  assert {"demo", "test", "check"} <= named
   for target in sorted(named):
     assert target in targets, f"README names `make {target}`, which the Makefile lacks"
     recipe = targets[target][1]
@@ -164,24 +164,30 @@ def test_every_test_command_the_readme_shows_installs_what_it_needs():
       assert "$(TEST_STAMP)" in _needs(targets, target), f"make {target} runs tests uninstalled"
     elif "$(PY)" in recipe:
       assert _needs(targets, target), f"make {target} runs $(PY) without installing it"
-  fast = targets["test-fast"][1]
-  assert "ruff check ." in fast and re.search(r"pytest -q -m \"not slow\"", fast)
+  fast, every = targets["test"][1], targets["check"][1]
+  assert "ruff check ." in fast and re.search(r"\$\(PYTEST\) -m \"not slow\"", fast)
+  assert "ruff check ." in every and re.search(r"\$\(PYTEST\)$", every, re.M)
+  makefile = open(os.path.join(REPO_ROOT, "Makefile")).read()
+  assert re.search(r"^PYTEST := .*-m pytest -q -n \$\(TEST_WORKERS\) --dist loadfile$", makefile,
+                   re.M)
   development = readme.split("\n## Development", 1)[1].split("\n## ", 1)[0]
-  assert "`make test-fast`" in development
-  assert re.search(r"^make test$", open(os.path.join(REPO_ROOT, ".ci", "run")).read(), re.M)
+  assert "`make test`" in development and "`make check`" in development
+  assert re.search(r"^make check$", open(os.path.join(REPO_ROOT, ".ci", "run")).read(), re.M)
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make here")
-def test_make_test_fast_after_make_demo_installs_the_test_tools(tmp_path):
+def test_make_test_after_make_demo_installs_the_test_tools(tmp_path):
   """make's own dry run (``make -n``) with a virtualenv that ``make demo`` set up (its stamp
-  newer than requirements.txt and setup.py): ``make test-fast`` first installs
-  requirements-test.txt, then lints and runs the fast subset; once installed, only that."""
+  newer than requirements.txt and setup.py): ``make test`` first installs
+  requirements-test.txt, then lints and runs the fast subset on the test workers; once
+  installed, only that."""
   venv = tmp_path / "venv"
   (venv / "bin").mkdir(parents=True)
   (venv / ".installed").touch()
 
   def dry_run():
-    out = subprocess.run(["make", "-n", "-C", str(REPO_ROOT), "test-fast", f"VENV={venv}"],
+    out = subprocess.run(["make", "-n", "-C", str(REPO_ROOT), "test", f"VENV={venv}",
+                          "TEST_WORKERS=2"],
                          capture_output=True, text=True, check=True, timeout=30).stdout
     return [line for line in out.splitlines() if not line.startswith("make")]
 
@@ -189,7 +195,7 @@ def test_make_test_fast_after_make_demo_installs_the_test_tools(tmp_path):
   assert any("-r requirements-test.txt" in x and "pip install" in x for x in steps), steps
   assert not any(re.search(r"pip install .*-r requirements\.txt$", x) for x in steps)  # demo's
   assert any(x.endswith("ruff check .") for x in steps)
-  assert any(x.endswith('-m pytest -q -m "not slow"') for x in steps)
+  assert any(x.endswith('-m pytest -q -n 2 --dist loadfile -m "not slow"') for x in steps)
   (venv / ".installed-test").touch()
   steps = dry_run()
   assert not any("pip" in x for x in steps) and len(steps) == 2, steps
@@ -197,10 +203,10 @@ def test_make_test_fast_after_make_demo_installs_the_test_tools(tmp_path):
 
 def test_docs_run_pytest_only_after_a_make_target_installed_it():
   """docs/development.md may show ``python -m pytest <path>``: only in a block that first runs
-  `make test` / `make test-fast` (which install pytest)."""
+  `make test` / `make check` (which install pytest)."""
   text = open(os.path.join(REPO_ROOT, "docs", "development.md")).read()
   for block in re.findall(r"^```[^\n]*\n(.*?)^```", text, re.M | re.S):
     lines = block.splitlines()
     for i, line in enumerate(lines):
       if re.search(r"-m pytest\b", line):
-        assert any(re.match(r"make test(-fast)?\b", x) for x in lines[:i]), line
+        assert any(re.match(r"make (test|check)\b", x) for x in lines[:i]), line

@@ -119,6 +119,7 @@ def test_invariants(many):
   assert not ((out["token_ids"] != ids) & ~masked).any()
 
 
+@pytest.mark.slow
 def test_rates_whole_mentions_and_words(many):
   data, out = many
   ids, kind = data["token_ids"], data["token_kind"]

@@ -72,6 +72,7 @@ def test_reader_matches_python_decoding(out_dir):
     np.testing.assert_array_equal(pack["answer_end_labels"], end)
 
 
+@pytest.mark.slow
 def test_labels_point_at_the_answer_text(out_dir):
   docs = documents_schema.load(out_dir)
   found = 0

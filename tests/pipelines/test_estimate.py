@@ -135,6 +135,7 @@ def test_estimate_of_every_dataset_writes_nothing(name, tmp_path, private_tmp, c
   check_figures(e, name)
 
 
+@pytest.mark.slow
 def test_side_inputs_are_counted_per_reference(tmp_path, private_tmp, capsys):
   # TriviaQA: every evidence file each question names, once per naming.
   argv = make_input("triviaqa", tmp_path / "t")
@@ -211,6 +212,7 @@ def test_compressed_and_parquet_inputs_count_uncompressed(tmp_path, private_tmp,
       (cost.fixed_cpu_s + cost.cpu_s_per_mb * e["work"]["mb"] + decompress) / 3600)
 
 
+@pytest.mark.slow
 def test_sampled_ratio_of_a_large_compressed_file(tmp_path, monkeypatch):
   monkeypatch.setattr(estimate, "SAMPLE_BYTES", 1 << 20)
   rng = random.Random(0)
@@ -309,6 +311,7 @@ def test_bad_estimate_flags_are_usage_errors(extra, message, small_input, tmp_pa
   assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_an_output_dir_holding_a_run_is_fine(small_input, tmp_path, private_tmp, capsys):
   out = tmp_path / "out"
   code, _, err = run("hotpotqa", ["--input", small_input, "--output_dir", str(out)], capsys)

@@ -22,6 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 pytestmark = pytest.mark.usefixtures("restore_logging")  # tests/conftest.py
 
 
+@pytest.mark.slow
 def test_missing_input_and_existing_output_are_one_line_exit_1(small_input, tmp_path, capsys):
   code, stdout, err = run_main(["--input", str(tmp_path / "nope-*.json"),
                                 "--output_dir", str(tmp_path / "o"), "--log_level", "WARNING"],
@@ -115,6 +116,7 @@ def test_logging_shows_our_lines_and_the_dataflow_job_url_only(capsys):
   assert "quiet" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_local_run_collects_young_garbage_less_often_and_restores_the_thresholds(
     small_input, tmp_path, capsys, monkeypatch):
   """The job runs with the young threshold raised (seen from inside the pipeline's run) and
@@ -158,6 +160,7 @@ def test_local_workers(beam_args, workers):
   assert runner.local_workers(beam_args) == workers
 
 
+@pytest.mark.slow
 def test_a_run_on_one_worker_reads_a_json_file_whole_and_several_workers_in_ranges(
     tmp_path, capsys):
   """The same file, big enough for ~1 KB ranges: read whole (no ``splits``) in the default

@@ -41,6 +41,7 @@ def _rewrite_manifest(out: str, **changes) -> None:
     f.write(manifest_lib.dumps(manifest))
 
 
+@pytest.mark.slow
 def test_reads_a_finished_run(output_dir):
   manifest = records_dir.read_manifest(output_dir)
   assert manifest["job"] == "hotpotqa" and records_dir.is_completed(output_dir)

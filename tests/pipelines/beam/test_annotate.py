@@ -88,6 +88,7 @@ def test_most_linked_aliases_leave_out_stop_words_and_short_ascii():
   assert most_linked_aliases(table, 1) == ["東京"]
 
 
+@pytest.mark.slow
 def test_annotate_fn_mentions_and_counters(entities_dir):
   # The DoFn without Beam: the lean path (no mentions yet, no titles) gives what the general
   # one gives; mentions are Mention tuples; counters and the distribution are the sums over

@@ -90,6 +90,7 @@ def test_damaged_lists_read_in_random_ranges_equal_the_whole_read(seed):
   assert _check(data, seed) >= 10
 
 
+@pytest.mark.slow
 def test_the_damage_lies_on_range_edges():
   """Every damaged region's start, and the byte after it, is a range edge in some plan."""
   data = _damaged_list(3)

@@ -71,6 +71,7 @@ def job(tmp_path_factory):
   return path, out, m
 
 
+@pytest.mark.slow
 def test_manifest_counts_reconcile(job):
   path, out, m = job
   assert m["counts"] == {"input": 7, "written": 3, "skipped": 1, "rejected": 3}
@@ -286,6 +287,7 @@ def test_without_dedup_duplicate_ids_fail_clearly(tmp_path):
   assert m["counts"] == {"input": 2, "written": 2, "skipped": 0, "rejected": 0}
 
 
+@pytest.mark.slow
 def test_jsonl_input_with_a_bad_line(tmp_path):
   path = tmp_path / "in.jsonl"
   path.write_text("\n".join([json.dumps(good_records()[0]), "{oops", json.dumps(
@@ -350,6 +352,7 @@ def test_corrupt_items_in_the_middle_of_a_list_lose_nothing(tmp_path):
                                   "rejected": 2}
 
 
+@pytest.mark.slow
 def test_invalid_utf8_in_one_json_line_loses_only_that_line(tmp_path):
   # Issue 8: the old reader dead-lettered the whole file (0 of 5 written).
   lines = [json.dumps(hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARIS),

@@ -91,10 +91,12 @@ def assert_same(a, out_a, b, out_b):
   assert a["stages"] == b["stages"]
 
 
+@pytest.mark.slow
 def test_parquet_gives_the_records_of_the_official_json(tmp_path):
   assert_same(*run_both(tmp_path, records()))
 
 
+@pytest.mark.slow
 def test_the_shared_sample_as_parquet(tmp_path):
   if not os.path.exists(SAMPLE):
     pytest.skip("../shared/samples is absent")
@@ -113,6 +115,7 @@ def test_to_record_gives_the_official_layout():
   assert "answer" not in unanswered and "supporting_facts" not in unanswered
 
 
+@pytest.mark.slow
 def test_row_groups_are_read_in_order(tmp_path):
   many = [hotpot_record(f"q{i:02d}", f"Question {i}?", "Paris", PARIS) for i in range(7)]
   path = write_parquet(tmp_path / "many.parquet", many, row_group_size=3)
@@ -142,6 +145,7 @@ def run_with_good_file(tmp_path, path: str) -> Dict:
   return hotpotqa.run(f"{good},{path}", str(tmp_path / "out"), SMALL)
 
 
+@pytest.mark.slow
 def test_a_file_named_parquet_that_is_not_is_one_dead_letter(tmp_path):
   path = write_json(tmp_path / "fake.parquet", records())
   m = run_with_good_file(tmp_path, path)
@@ -152,6 +156,7 @@ def test_a_file_named_parquet_that_is_not_is_one_dead_letter(tmp_path):
   assert "not a Parquet file" in dead["detail"]
 
 
+@pytest.mark.slow
 def test_missing_columns_are_named(tmp_path):
   table = pa.Table.from_pylist([{"id": "q1", "question": "Q?"}])
   path = str(tmp_path / "narrow.parquet")
@@ -163,6 +168,7 @@ def test_missing_columns_are_named(tmp_path):
   assert "context.title, context.sentences" in dead["detail"]
 
 
+@pytest.mark.slow
 def test_an_empty_parquet_file_has_no_records(tmp_path):
   path = write_parquet(tmp_path / "empty.parquet", [])
   assert pq.ParquetFile(path).metadata.num_rows == 0

@@ -77,6 +77,7 @@ def _records(out):
       yield example_proto.decode_example(payload)
 
 
+@pytest.mark.slow
 def test_counters_reconcile_and_the_manifest_names_the_task(job):
   _, _, m = job
   assert m["job"] == "jsonl_qa" and m["task"] == "extractive_qa"

@@ -120,6 +120,7 @@ def layout(tmp_path_factory):
   return qaps, pq_path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("context", ["story", "summary"])
 def test_parquet_gives_the_records_of_the_official_layout(layout, tmp_path, context):
   qaps, pq_path = layout
@@ -159,6 +160,7 @@ def test_the_split_comes_from_the_flag_and_must_match_the_file_name(layout, tmp_
     narrativeqa.run(pq_path, str(tmp_path / "out"), SMALL, NarrativeQAOptions(split="train"))
 
 
+@pytest.mark.slow
 def test_a_file_without_the_story_column_is_a_dead_letter(layout, tmp_path):
   _, pq_path = layout
   table = pq.read_table(pq_path).drop_columns(["answers"])

@@ -151,6 +151,7 @@ def dead_letters(out, kind="dead_letter"):
           for l in open(f, encoding="utf-8")]
 
 
+@pytest.mark.slow
 def test_manifest_counts_reconcile(job):
   paths, out, m = job
   # Units: wikipedia-dev 10 questions; web-dev 3 + 1 + 2 question-document pairs; the test
@@ -314,6 +315,7 @@ def test_web_document_ids_are_the_evaluation_keys(job):
   assert web_ids == keys - {"q_b1--1/1_9.txt", "q_b3--../secret.txt"}  # the dead letters
 
 
+@pytest.mark.slow
 def test_per_document_mode_and_cli(data, tmp_path, capsys):
   tmp, evidence, paths = data
   out = str(tmp_path / "per_doc")
@@ -493,6 +495,7 @@ def gold_aliases(gold, qid):
           + answer.get("NormalizedAliases", [])]
 
 
+@pytest.mark.slow
 def test_unanswered_web_question_with_several_pages_is_one_dead_letter_per_page(data, tmp_path):
   """A web question without an answer, in a file whose other questions have one, is read as one
   document per page; each is a labels/missing_answer dead letter, named by its document (two

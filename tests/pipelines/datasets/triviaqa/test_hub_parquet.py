@@ -144,6 +144,7 @@ def layout(tmp_path_factory):
   return tmp, str(evidence), paths
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("per_document", [False, True])
 def test_parquet_gives_the_records_of_the_official_files(layout, tmp_path, per_document):
   tmp, evidence, paths = layout
@@ -179,6 +180,7 @@ def test_to_record_reads_test_rows_as_unanswered(layout):
       "\r\n", "\n")
 
 
+@pytest.mark.slow
 def test_evidence_dir_is_optional_only_for_parquet(layout, tmp_path, capsys):
   _, _, paths = layout
   code = triviaqa.main(["--input", paths["wikipedia-dev"][1], "--output_dir",
@@ -190,6 +192,7 @@ def test_evidence_dir_is_optional_only_for_parquet(layout, tmp_path, capsys):
   assert "--evidence_dir is required" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_nocontext_files_are_a_missing_columns_dead_letter(layout, tmp_path):
   _, _, paths = layout
   table = pq.read_table(paths["web-dev"][1])

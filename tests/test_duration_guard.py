@@ -1,0 +1,87 @@
+"""The duration guard (tests/duration_guard.py) fails a test over its limit, shows the slowest
+tests, honours the allow-list and the scale, and refuses a bad scale (pytester: each case is a
+small pytest run of its own, in process, with the guard's limits lowered so that the test stays fast)."""
+
+import pytest
+
+from tests import duration_guard
+
+
+pytest_plugins = ["pytester"]
+
+SLOW_TEST = """
+import time
+import pytest
+
+def test_quick():
+  pass
+
+def test_sleeps():
+  time.sleep(0.15)
+
+@pytest.mark.slow
+def test_sleeps_but_slow():
+  time.sleep(0.15)
+"""
+
+# The guard as the suite loads it (a copy of the module: this run's own limits stay as they
+# are), with limits small enough for a test to cross in 0.15 s.
+CONFTEST = """
+import importlib.util
+spec = importlib.util.spec_from_file_location("guard_under_test", {path!r})
+duration_guard = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(duration_guard)
+duration_guard.FAST_LIMIT_S = 0.1
+duration_guard.SLOW_LIMIT_S = 5.0
+duration_guard.SCALE_ENV = "GUARD_UNDER_TEST_SCALE"  # not this run's own
+{allowed}
+
+def pytest_configure(config):
+  config.pluginmanager.register(duration_guard, "readtwice-duration-guard")
+"""
+
+
+@pytest.fixture
+def run(pytester, monkeypatch):
+
+  def go(allowed="", env=None):
+    pytester.makeini("[pytest]\nmarkers =\n    slow: slow\n")
+    pytester.makeconftest(CONFTEST.format(path=duration_guard.__file__, allowed=allowed))
+    pytester.makepyfile(test_subject=SLOW_TEST)
+    for k, v in (env or {}).items():
+      monkeypatch.setenv(k, v)
+    return pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+  return go
+
+
+def test_a_deliberately_slow_test_fails_and_the_slowest_are_listed(run):
+  result = run()
+  result.assert_outcomes(passed=2, failed=1)
+  result.stdout.fnmatch_lines([
+      "*test_subject.py::test_sleeps took * s: over 0.1 s, the limit of a test not marked "
+      "slow.*",
+      "*slowest 3 tests (setup + call + teardown)*",
+      "*s  test_subject.py::test_sleeps*"])
+  assert "test_sleeps_but_slow took" not in result.stdout.str()  # within the slow limit
+
+
+def test_the_allow_list_names_a_limit_and_a_reason(run):
+  result = run(allowed='duration_guard.ALLOWED["test_subject.py::test_sleeps"] = '
+                       '(1.0, "sleeps on purpose")')
+  result.assert_outcomes(passed=3)
+
+
+def test_the_scale_loosens_or_turns_off_the_guard(run):
+  run(env={"GUARD_UNDER_TEST_SCALE": "4"}).assert_outcomes(passed=3)
+  run(env={"GUARD_UNDER_TEST_SCALE": "0"}).assert_outcomes(passed=3)
+  result = run(env={"GUARD_UNDER_TEST_SCALE": "0.5"})
+  result.assert_outcomes(passed=2, failed=1)
+  result.stdout.fnmatch_lines(["*over 0.1 s, the limit of a test not marked slow x "
+                               "GUARD_UNDER_TEST_SCALE=0.5.*"])
+
+
+def test_a_bad_scale_is_a_usage_error(run):
+  result = run(env={"GUARD_UNDER_TEST_SCALE": "fast"})
+  assert result.ret == pytest.ExitCode.USAGE_ERROR
+  assert "GUARD_UNDER_TEST_SCALE must be a number (0: no duration guard), got 'fast'" in (
+      result.stdout.str() + result.stderr.str())
