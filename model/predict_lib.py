@@ -1,32 +1,10 @@
-"""Runs a trained ReadTwice model over packs and writes predictions in a task's official format.
-
-CLI::
-
-  python -m model.predict --records_dir D --model_dir M --output predictions.json \
-      [--gold GOLD] [--reduction max|sum] [--memory_scope sub_document|book]
-
-The task (and, for TriviaQA, whether the official keys are per (question, page):
-``--per_document``) is the records' own, read from their manifest (its ``task``, else the
-``job`` that wrote them; :func:`model.tasks.task_name`); ``--task`` / ``--per_document`` are
-only checks.
-
-Output (the task's :meth:`model.tasks.Task.predictions` of the :mod:`model.decoding` answers):
-
-* ``hotpotqa``: ``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}``.
-* ``triviaqa``: ``{QuestionId: answer}`` (Wikipedia), or for records of one document per
-  (question, page) -- web, or Wikipedia with the pipeline's ``--per_document`` --
-  ``{"<QuestionId>--<Filename>": answer}``.
-* ``narrativeqa``: ``{"<document_id>: <question>": answer}``.
-* ``extractive_qa``: ``{"<document id>": answer}`` (e.g. the ``jsonl_qa`` dataset's ids).
-
-``--reduction`` aggregates a question's span candidates across its segments, sub-documents and
-packs: ``max`` (best single span) or ``sum`` (logsumexp per normalised answer text).
-Python API: :func:`predict` (loads the model from ``model_dir``) and :func:`predict_with_model`
-(an already built model, e.g. for periodic dev evaluation during training; score its result with
-:func:`model.evaluate.score`).  Paths may be any ``tf.io.gfile`` path (local, ``gs://``).
-
-This is the library under the command :mod:`model.predict` (its flags); :func:`run` is the
-command's work once its flags are checked.
+"""The library under ``python -m model.predict`` (:mod:`model.predict`, which documents the
+output formats per task): :func:`predict` (loads the model from ``model_dir``),
+:func:`predict_with_model` (an already built model, e.g. for periodic dev evaluation during
+training; score its result with :func:`model.evaluate.score`) and :func:`run`, the command's
+work once its flags are checked.  ``reduction`` aggregates a question's span candidates across
+its segments, sub-documents and packs: ``max`` (best single span) or ``sum`` (logsumexp per
+normalised answer text).  Paths may be any ``tf.io.gfile`` path (local, ``gs://``).
 """
 
 from __future__ import annotations

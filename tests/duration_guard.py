@@ -1,7 +1,7 @@
 """A pytest plugin that keeps the suite's pace (issue 42): a test not marked ``slow`` may take
-:data:`FAST_LIMIT_S`, a ``slow`` one :data:`SLOW_LIMIT_S` (setup + call, wall clock: a module fixture's setup
-counts in its first test);
-a test over its limit fails, naming its time, its limit and the three ways out (make it faster,
+:data:`FAST_LIMIT_S`, a ``slow`` one :data:`SLOW_LIMIT_S` (setup + call, wall clock; a module-
+or session-scoped fixture's setup is checked on its own, against :data:`SHARED_FIXTURE_FACTOR`
+times that limit); a test over its limit fails, naming its time, its limit and the three ways out (make it faster,
 mark it ``slow``, or list it in :data:`ALLOWED` with the reason).  The slowest ten tests of the
 run are printed at its end.
 
@@ -15,12 +15,17 @@ Loaded from ``tests/conftest.py``.
 from __future__ import annotations
 
 import os
+import time
 from typing import Dict, List, Tuple
 
 import pytest
 
 FAST_LIMIT_S = 2.0
 SLOW_LIMIT_S = 60.0
+# A module- or session-scoped fixture is set up once, in the first test that asks for it, and
+# shared: it is not that test's own time.  It is checked on its own, against this multiple of
+# the limit of the test that first asked for it.
+SHARED_FIXTURE_FACTOR = 3.0
 SCALE_ENV = "READTWICE_DURATION_SCALE"
 
 # node id (without parameters: every parametrisation) -> (limit in seconds, why).  Keep it
@@ -47,6 +52,7 @@ ALLOWED: Dict[str, Tuple[float, str]] = {
 _DURATIONS_KEY = pytest.StashKey[Dict[str, float]]()  # per node id, from the reports
 _SCALE_KEY = pytest.StashKey[float]()
 _SPENT_KEY = pytest.StashKey[float]()  # per item, where it runs (an xdist worker)
+_SHARED_KEY = pytest.StashKey[Dict[str, float]]()  # per item: its shared fixtures' setup
 _SLOWEST = 10
 
 
@@ -82,6 +88,17 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+  start = time.perf_counter()
+  yield
+  item = getattr(request, "_pyfuncitem", None)  # the test being set up (node: its module)
+  if fixturedef.scope != "function" and isinstance(item, pytest.Item):
+    shared = item.stash.setdefault(_SHARED_KEY, {})
+    shared[fixturedef.argname] = shared.get(fixturedef.argname, 0.0) + (
+        time.perf_counter() - start)
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
   outcome = yield
   report = outcome.get_result()
@@ -93,13 +110,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
   if scale == 0:
     return
   limit, what = limit_of(item)
-  if took > limit * scale:
+  shared = item.stash.get(_SHARED_KEY, {})
+  own = took - sum(shared.values())
+  over = []
+  if own > limit * scale:
+    over.append(f"{item.nodeid} took {own:.1f} s: over {limit * scale:.1f} s, {what}")
+  for name, seconds in sorted(shared.items()):
+    if seconds > SHARED_FIXTURE_FACTOR * limit * scale:
+      over.append(f"its shared fixture {name!r} took {seconds:.1f} s to set up: over "
+                  f"{SHARED_FIXTURE_FACTOR * limit * scale:.1f} s ({SHARED_FIXTURE_FACTOR:g} "
+                  f"x {what})")
+  if over:
     report.outcome = "failed"
     report.longrepr = (
-        f"{item.nodeid} took {took:.1f} s: over {limit * scale:.1f} s, {what}"
-        f"{f' x {SCALE_ENV}={scale:g}' if scale != 1 else ''}.  Make it faster (a wider "
-        "fixture, fewer steps, main(argv) in process), mark it slow, or list it in "
-        "tests/duration_guard.py's ALLOWED with the reason.")
+        "; ".join(over) + f"{f' (x {SCALE_ENV}={scale:g})' if scale != 1 else ''}.  Make it "
+        "faster (a wider fixture, fewer steps, main(argv) in process), mark it slow, or list "
+        "it in tests/duration_guard.py's ALLOWED with the reason.")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

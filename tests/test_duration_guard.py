@@ -22,6 +22,19 @@ def test_sleeps():
 @pytest.mark.slow
 def test_sleeps_but_slow():
   time.sleep(0.15)
+
+
+@pytest.fixture(scope="module")
+def shared():  # set up once for the module's tests: not the first test's own time
+  time.sleep(0.2)
+
+
+def test_first_user_of_a_shared_fixture(shared):
+  pass
+
+
+def test_second_user_of_a_shared_fixture(shared):
+  pass
 """
 
 # The guard as the suite loads it (a copy of the module: this run's own limits stay as they
@@ -56,11 +69,11 @@ def run(pytester, monkeypatch):
 
 def test_a_deliberately_slow_test_fails_and_the_slowest_are_listed(run):
   result = run()
-  result.assert_outcomes(passed=2, failed=1)
+  result.assert_outcomes(passed=4, failed=1)
   result.stdout.fnmatch_lines([
       "*test_subject.py::test_sleeps took * s: over 0.1 s, the limit of a test not marked "
       "slow.*",
-      "*slowest 3 tests (setup + call + teardown)*",
+      "*slowest 5 tests (setup + call + teardown)*",
       "*s  test_subject.py::test_sleeps*"])
   assert "test_sleeps_but_slow took" not in result.stdout.str()  # within the slow limit
 
@@ -68,16 +81,21 @@ def test_a_deliberately_slow_test_fails_and_the_slowest_are_listed(run):
 def test_the_allow_list_names_a_limit_and_a_reason(run):
   result = run(allowed='duration_guard.ALLOWED["test_subject.py::test_sleeps"] = '
                        '(1.0, "sleeps on purpose")')
-  result.assert_outcomes(passed=3)
+  result.assert_outcomes(passed=5)
 
 
 def test_the_scale_loosens_or_turns_off_the_guard(run):
-  run(env={"GUARD_UNDER_TEST_SCALE": "4"}).assert_outcomes(passed=3)
-  run(env={"GUARD_UNDER_TEST_SCALE": "0"}).assert_outcomes(passed=3)
-  result = run(env={"GUARD_UNDER_TEST_SCALE": "0.5"})
-  result.assert_outcomes(passed=2, failed=1)
-  result.stdout.fnmatch_lines(["*over 0.1 s, the limit of a test not marked slow x "
-                               "GUARD_UNDER_TEST_SCALE=0.5.*"])
+  run(env={"GUARD_UNDER_TEST_SCALE": "4"}).assert_outcomes(passed=5)
+  run(env={"GUARD_UNDER_TEST_SCALE": "0"}).assert_outcomes(passed=5)
+
+
+def test_a_scale_under_1_tightens_the_guard(run):
+  result = run(env={"GUARD_UNDER_TEST_SCALE": "0.5"})  # the shared fixture too: 0.2 > 3 x 0.05
+  result.assert_outcomes(passed=3, failed=2)
+  result.stdout.fnmatch_lines(["*its shared fixture 'shared' took * s to set up: over 0.2 s "
+                               "(3 x the limit of a test not marked slow)*"])
+  result.stdout.fnmatch_lines(["*over 0.1 s, the limit of a test not marked slow (x "
+                               "GUARD_UNDER_TEST_SCALE=0.5).*"])
 
 
 def test_a_bad_scale_is_a_usage_error(run):

@@ -166,6 +166,7 @@ def test_rates_whole_mentions_and_words(many):
   assert multi > 0
 
 
+@pytest.mark.slow
 def test_replacement_proportions(many):
   data, out = many
   masked = _masked_map(out)
