@@ -5,9 +5,9 @@ times that limit); a test over its limit fails, naming its time, its limit and t
 mark it ``slow``, or list it in :data:`ALLOWED` with the reason).  The slowest ten tests of the
 run are printed at its end.
 
-The limits are for an idle 2-core machine.  ``READTWICE_DURATION_SCALE=<x>`` multiplies them
-(a loaded or slower machine); ``READTWICE_DURATION_SCALE=0`` turns the guard off (a debugger, a
-profiler).  Under pytest-xdist each worker checks its own tests.
+The limits are for an idle 2-core machine: they are multiplied by the machine's load per core
+when the run starts (when above 1) and by ``READTWICE_DURATION_SCALE=<x>`` (a slower machine);
+``READTWICE_DURATION_SCALE=0`` turns the guard off (a debugger, a profiler).  Under pytest-xdist each worker checks its own tests.
 
 Loaded from ``tests/conftest.py``.
 """
@@ -56,6 +56,15 @@ _SHARED_KEY = pytest.StashKey[Dict[str, float]]()  # per item: its shared fixtur
 _SLOWEST = 10
 
 
+def _machine_load() -> float:
+  """How busy the machine was as the run started: the 1-minute load average per core, at least
+  1 (other work on the machine slows every test down alike)."""
+  try:
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+  except OSError:  # pragma: no cover  (no load average here)
+    return 1.0
+
+
 def _scale() -> float:
   text = os.environ.get(SCALE_ENV, "1")
   try:
@@ -83,7 +92,8 @@ _CONFIG: List = [None]
 
 def pytest_configure(config: pytest.Config) -> None:
   config.stash[_DURATIONS_KEY] = {}
-  config.stash[_SCALE_KEY] = _scale()  # read once; a bad value stops the run at its start
+  scale = _scale()  # read once; a bad value stops the run at its start
+  config.stash[_SCALE_KEY] = scale * _machine_load() if scale else 0.0
   _CONFIG[0] = config
 
 
@@ -123,7 +133,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
   if over:
     report.outcome = "failed"
     report.longrepr = (
-        "; ".join(over) + f"{f' (x {SCALE_ENV}={scale:g})' if scale != 1 else ''}.  Make it "
+        "; ".join(over) + f"{f' (x {scale:.2g}: {SCALE_ENV} x the load)' if scale != 1 else ''}.  Make it "
         "faster (a wider fixture, fewer steps, main(argv) in process), mark it slow, or list "
         "it in tests/duration_guard.py's ALLOWED with the reason.")
 

@@ -47,6 +47,7 @@ spec.loader.exec_module(duration_guard)
 duration_guard.FAST_LIMIT_S = 0.1
 duration_guard.SLOW_LIMIT_S = 5.0
 duration_guard.SCALE_ENV = "GUARD_UNDER_TEST_SCALE"  # not this run's own
+duration_guard._machine_load = lambda: {load}  # an idle machine, or a busy one
 {allowed}
 
 def pytest_configure(config):
@@ -57,9 +58,10 @@ def pytest_configure(config):
 @pytest.fixture
 def run(pytester, monkeypatch):
 
-  def go(allowed="", env=None):
+  def go(allowed="", env=None, load=1.0):
     pytester.makeini("[pytest]\nmarkers =\n    slow: slow\n")
-    pytester.makeconftest(CONFTEST.format(path=duration_guard.__file__, allowed=allowed))
+    pytester.makeconftest(CONFTEST.format(path=duration_guard.__file__, allowed=allowed,
+                                          load=load))
     pytester.makepyfile(test_subject=SLOW_TEST)
     for k, v in (env or {}).items():
       monkeypatch.setenv(k, v)
@@ -94,8 +96,12 @@ def test_a_scale_under_1_tightens_the_guard(run):
   result.assert_outcomes(passed=3, failed=2)
   result.stdout.fnmatch_lines(["*its shared fixture 'shared' took * s to set up: over 0.2 s "
                                "(3 x the limit of a test not marked slow)*"])
-  result.stdout.fnmatch_lines(["*over 0.1 s, the limit of a test not marked slow (x "
-                               "GUARD_UNDER_TEST_SCALE=0.5).*"])
+  result.stdout.fnmatch_lines(["*over 0.1 s, the limit of a test not marked slow (x 0.5: "
+                               "GUARD_UNDER_TEST_SCALE x the load).*"])
+
+
+def test_a_busy_machine_loosens_the_guard_by_its_load_per_core(run):
+  run(load=4.0).assert_outcomes(passed=5)  # limits x4: the 0.15 s sleep is within 0.4 s
 
 
 def test_a_bad_scale_is_a_usage_error(run):
