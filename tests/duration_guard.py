@@ -57,12 +57,16 @@ _SLOWEST = 10
 
 
 def _machine_load() -> float:
-  """How busy the machine was as the run started: the 1-minute load average per core, at least
-  1 (other work on the machine slows every test down alike)."""
+  """How much slower than on an idle machine the run's tests will be, from the 1-minute load
+  average as the run starts: this run's processes (its xdist workers) plus the load already
+  there, per core, relative to this run alone; at least 1."""
+  cores = os.cpu_count() or 1
+  workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
   try:
-    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1))
+    load = os.getloadavg()[0]
   except OSError:  # pragma: no cover  (no load average here)
     return 1.0
+  return max(1.0, (load + workers) / max(cores, workers))
 
 
 def _scale() -> float:
