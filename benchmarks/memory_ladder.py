@@ -172,8 +172,8 @@ def _evaluate(model, packs, meta, probe: bool) -> Dict[str, float]:
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from model import readtwice  # pylint: disable=g-import-not-at-top
-  forward = tf.function(lambda f: model(f, training=False))
-  attention = tf.function(model.memory_attention_probe) if probe else None
+  forward = tf.function(lambda f: model(f, training=False), autograph=False)
+  attention = tf.function(model.memory_attention_probe, autograph=False) if probe else None
   correct, ratios = [], []
   num_packs = packs["token_ids"].shape[0]
   for p in range(num_packs):
@@ -229,7 +229,7 @@ def _mlm_accuracy(model, task, packs, seed: int) -> Dict[str, float]:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from model import losses as losses_lib  # pylint: disable=g-import-not-at-top
   ds = task.prepare(tf.data.Dataset.from_tensor_slices(dict(packs)), seed)
-  forward = tf.function(lambda f: model(f, training=False))
+  forward = tf.function(lambda f: model(f, training=False), autograph=False)
   sums = {}
   for features in ds:
     out = forward(features)

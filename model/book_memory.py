@@ -223,7 +223,7 @@ def fill_store(model, packs: Iterable[Mapping[str, np.ndarray]], store: BookMemo
   the memories of the books in ``wanted`` (default: all) into ``store``.  Returns the packs
   read."""
   from model import readtwice  # pylint: disable=g-import-not-at-top
-  first_pass = tf.function(model.first_pass, reduce_retracing=True)
+  first_pass = tf.function(model.first_pass, reduce_retracing=True, autograph=False)
   read = 0
   for features in packs:
     books = pack_books(features)

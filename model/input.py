@@ -239,7 +239,9 @@ def make_dataset(file_pattern_or_list: Union[str, Sequence[str]], seq_length: in
     ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
   if repeat:
     ds = ds.repeat()
-  ds = ds.map(lambda x: parse_pack(x, seq_length, segments_per_pack, max_mentions=max_mentions),
+  # (no AutoGraph: parse_pack has no control flow on tensors, and converting it costs time)
+  ds = ds.map(tf.autograph.experimental.do_not_convert(
+      lambda x: parse_pack(x, seq_length, segments_per_pack, max_mentions=max_mentions)),
               num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return ds.prefetch(2)
 

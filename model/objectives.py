@@ -154,8 +154,8 @@ class PretrainTask(Task):
   def mask(self, ds: tf.data.Dataset, seed: int) -> tf.data.Dataset:
     """Masks every pack of ``ds`` with the seed ``(seed, index of the pack in ds)``."""
     config = self.masking
-    return ds.enumerate().map(
-        lambda i, f: masking_lib.mask_segments(f, config, seed, pack_index=i),
+    return ds.enumerate().map(tf.autograph.experimental.do_not_convert(
+        lambda i, f: masking_lib.mask_segments(f, config, seed, pack_index=i)),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
   def prepare(self, ds, seed):

@@ -53,7 +53,7 @@ def _forward_fn(model: readtwice.ReadTwiceModel, memory_chunk: Optional[int] = N
   if forward is None:
     model_ref = weakref.ref(model)  # a strong reference would keep the weak key alive forever
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, autograph=False)  # no control flow on tensors
     def forward(inputs):
       out = model_ref()(inputs, training=False, memory_chunk=memory_chunk,
                         sparse_queries=True)  # not XLA-compiled: mention tokens only

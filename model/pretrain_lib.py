@@ -40,7 +40,7 @@ def mlm_evaluation(model, records_dirs: Sequence[str], task: objectives.Pretrain
 
   keys = ("weight", "correct", "entity_weight", "entity_correct", "ce", "entity_ce")
 
-  @tf.function(reduce_retracing=True)
+  @tf.function(reduce_retracing=True, autograph=False)  # no control flow on tensors
   def step(features):
     outputs = model(features, training=False)
     sums = losses_lib.mlm_token_sums(outputs["mlm_logits"], features["masked_ids"],

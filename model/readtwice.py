@@ -293,8 +293,10 @@ def compiled_halves(model: ReadTwiceModel, jit_compile: bool = True):
   and the gather (its gradient is the collective's own).  Under one device (or TPUStrategy,
   which compiles the whole replica function) plain ``jit_compile=True`` on the step works too.
   """
-  first = tf.function(model.first_pass, jit_compile=jit_compile, reduce_retracing=True)
-  second = tf.function(model.second_pass, jit_compile=jit_compile, reduce_retracing=True)
+  first = tf.function(model.first_pass, jit_compile=jit_compile, reduce_retracing=True,
+                      autograph=False)
+  second = tf.function(model.second_pass, jit_compile=jit_compile, reduce_retracing=True,
+                       autograph=False)
 
   def forward(inputs, training=False):
     x, local = first(inputs, training=training)
