@@ -20,8 +20,10 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
 
 
 def pytest_configure(config):
-  """The duration guard (tests/duration_guard.py): a test over its time limit fails."""
-  from tests import duration_guard  # pylint: disable=g-import-not-at-top
+  """The duration guard (tests/duration_guard.py): a test over its time limit fails.  Beam's
+  signature introspection is memoised in this process (tests/beam_introspection.py)."""
+  from tests import beam_introspection, duration_guard  # pylint: disable=g-import-not-at-top
+  beam_introspection.install()
   if not config.pluginmanager.is_registered(duration_guard):
     config.pluginmanager.register(duration_guard, "readtwice-duration-guard")
 
