@@ -234,7 +234,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
   ap.add_argument("--only", default=",".join(DATASETS),
                   help="comma-separated datasets (default: all)")
   ap.add_argument("--scale", type=float, default=1.0,
-                  help="size of the larger inputs (1.0: ~10-20 s of CPU each on 2 cores)")
+                  help="size of the larger inputs (1.0: ~10-20 s of CPU each on 2 cores) and of the "
+                       "decompression sample (16 MB x scale, at least 1 MB)")
   ap.add_argument("--multiprocess", dest="multiprocess", action="store_true", default=True,
                   help="measure the multi-process runner's overhead on HotpotQA (default)")
   ap.add_argument("--nomultiprocess", dest="multiprocess", action="store_false")
@@ -314,7 +315,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
       print(f"multi_processing CPU per MB over in-memory (hotpotqa): "
             f"{common.spread(factors, '.2f')}")
       results["multiprocess_cpu_factor"] = statistics.median(factors)
-    decompression = decompression_costs()
+    decompression = decompression_costs(mb=max(1.0, 16.0 * args.scale))  # --scale: all inputs
     results["decompress_cpu_s_per_mb"] = decompression
     print("decompression CPU s per uncompressed MB: "
           + ", ".join(f"{k} {v:.4f}" for k, v in decompression.items()))

@@ -35,9 +35,9 @@ ALLOWED: Dict[str, Tuple[float, str]] = {
         150.0, "a README quick start as a user runs it: 3-4 commands, each a process that "
         "loads Beam or TensorFlow; pre-training's MLM head spans RoBERTa's 50,265 tokens"),
     "tests/model/test_memory_ladder.py::"
-    "test_quick_ladder_readtwice_e_learns_the_lookup_on_both_seeds_scratch_and_pretrained": (
-        300.0, "the one test that the memory learns a cross-segment lookup: 2 seeds x "
-        "(scratch, pre-trained) trained to >= 0.9 accuracy, then a cached rerun"),
+    "test_quick_ladder_readtwice_e_learns_the_lookup_scratch_and_pretrained": (
+        200.0, "the one test that the memory learns a cross-segment lookup: 2 seeds from "
+        "scratch and one pre-trained (2,000 pre-training steps) to >= 0.9, then a cached rerun"),
     "tests/benchmarks/test_benchmarks.py::test_benchmark_with_an_output_dir_prints_its_figure_"
     "last": (150.0, "memory_gap end to end: a generated corpus through the pipeline, then three "
                     "models (e_book, e, e_ss) built, trained and evaluated in their processes"),

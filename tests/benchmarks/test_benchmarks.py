@@ -29,9 +29,10 @@ REPO = str(REPO_ROOT)
     ("model_step", ["--small"]),
     ("scale_out", ["--sizes_mb", "0.2,0.4", "--runs", "1"]),
     ("job_cost", ["--reps", "1", "--scale", "0.02", "--only", "hotpotqa", "--nomultiprocess"]),
-    ("memory_ladder", ["--rungs", "R3", "--models", "E,E(SS)", "--seeds", "1", "--steps", "4",
-                       "--pretrain_steps", "4", "--dev_packs", "1", "--parallel", "1",
-                       "--log_every", "2"]),
+    # (pre-trained readers only: from scratch is the quick ladder's, tests/model)
+    ("memory_ladder", ["--rungs", "R3", "--models", "E,E(SS)", "--inits", "pretrained",
+                       "--seeds", "1", "--steps", "4", "--pretrain_steps", "4", "--dev_packs",
+                       "1", "--parallel", "1", "--log_every", "2"]),
     ("book_memory", ["--reps", "1", "--words", "6000", "--max_segments_per_document", "2"]),
     ("input_pipeline", ["--pages", "30", "--seq_length", "128", "--segments_per_pack", "8",
                         "--max_mentions", "128", "--seconds", "1", "--repeats", "1"]),
