@@ -109,3 +109,19 @@ def test_a_bad_scale_is_a_usage_error(run):
   assert result.ret == pytest.ExitCode.USAGE_ERROR
   assert "GUARD_UNDER_TEST_SCALE must be a number (0: no duration guard), got 'fast'" in (
       result.stdout.str() + result.stderr.str())
+
+
+def test_the_longest_files_are_collected_first_and_exist():
+  """tests/conftest.py puts LONGEST_FILES first (the xdist workers get them early); a renamed
+  file must be renamed there too."""
+  from tests import REPO_ROOT, conftest  # pylint: disable=g-import-not-at-top
+  missing = [p for p in conftest.LONGEST_FILES if not (REPO_ROOT / p).is_file()]
+  assert not missing, f"tests/conftest.py LONGEST_FILES names missing files: {missing}"
+  assert len(set(conftest.LONGEST_FILES)) == len(conftest.LONGEST_FILES)
+  items = [type("Item", (), {"nodeid": n})() for n in (
+      "tests/a/test_x.py::t1", f"{conftest.LONGEST_FILES[1]}::t", "tests/a/test_x.py::t2",
+      f"{conftest.LONGEST_FILES[0]}::t")]
+  conftest.pytest_collection_modifyitems(items)
+  assert [i.nodeid for i in items] == [f"{conftest.LONGEST_FILES[0]}::t",
+                                       f"{conftest.LONGEST_FILES[1]}::t",
+                                       "tests/a/test_x.py::t1", "tests/a/test_x.py::t2"]
