@@ -168,8 +168,8 @@ def test_every_test_command_the_readme_shows_installs_what_it_needs():
   assert "ruff check ." in fast and re.search(r"\$\(PYTEST\) -m \"not slow\"", fast)
   assert "ruff check ." in every and re.search(r"\$\(PYTEST\)$", every, re.M)
   makefile = open(os.path.join(REPO_ROOT, "Makefile")).read()
-  assert re.search(r"^PYTEST := .*-m pytest -q -n \$\(TEST_WORKERS\) --dist loadfile$", makefile,
-                   re.M)
+  assert re.search(r"^PYTEST := .*-m pytest -q -n \$\(TEST_WORKERS\) --dist loadfile "
+                   r"--no-loadscope-reorder$", makefile, re.M)
   development = readme.split("\n## Development", 1)[1].split("\n## ", 1)[0]
   assert "`make test`" in development and "`make check`" in development
   assert re.search(r"^make check$", open(os.path.join(REPO_ROOT, ".ci", "run")).read(), re.M)
@@ -195,7 +195,8 @@ def test_make_test_after_make_demo_installs_the_test_tools(tmp_path):
   assert any("-r requirements-test.txt" in x and "pip install" in x for x in steps), steps
   assert not any(re.search(r"pip install .*-r requirements\.txt$", x) for x in steps)  # demo's
   assert any(x.endswith("ruff check .") for x in steps)
-  assert any(x.endswith('-m pytest -q -n 2 --dist loadfile -m "not slow"') for x in steps)
+  assert any(x.endswith('-m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m "not slow"')
+             for x in steps)
   (venv / ".installed-test").touch()
   steps = dry_run()
   assert not any("pip" in x for x in steps) and len(steps) == 2, steps
