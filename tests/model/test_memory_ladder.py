@@ -209,7 +209,7 @@ def test_quick_ladder_readtwice_e_learns_the_lookup_scratch_and_pretrained(tmp_p
   on seed 0; every run finds the marked entity's mention (>= 0.9) and the same weights with
   other segments' memories blocked are not above chance, so the answer came through memory.
   Fails with memory_init="random" (0.22 / 0.07 at 400 / 3,000 steps), and pre-trained with
-  500 pre-training steps instead of 2,000 (0.21 / 0.24 on seeds 0 / 1).  Training is
+  500 pre-training steps instead of 2,000 (0.24 / 0.21 on seeds 0 / 1).  Training is
   deterministic for a seed, and seeds 0 and 1 are two of the seeds that learn: over 8 seeds
   the default ladder learns R0 on 4 from scratch and 4 pre-trained (its report gives the
   share), so this test guards the path, not the robustness.  (The pre-trained path runs one
