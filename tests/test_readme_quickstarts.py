@@ -39,11 +39,15 @@ README = REPO_ROOT / "README.md"
 SHORT_STEPS, SHORT_PRETRAIN_STEPS, SHORT_EVAL_EVERY = 2, 1, 1
 
 
+def short_steps(module: str) -> int:
+  """The ``--steps`` that :func:`shortened` gives ``module``'s training."""
+  return SHORT_PRETRAIN_STEPS if module == "model.pretrain" else SHORT_STEPS
+
+
 def shortened(argv):
   """``argv`` of a model command with ``--steps`` / ``--eval_every`` values made small."""
   out = list(argv)
-  values = {"--steps": SHORT_PRETRAIN_STEPS if argv[2] == "model.pretrain" else SHORT_STEPS,
-            "--eval_every": SHORT_EVAL_EVERY}
+  values = {"--steps": short_steps(argv[2]), "--eval_every": SHORT_EVAL_EVERY}
   for i, a in enumerate(out[:-1]):
     if a in values and argv[2].startswith("model."):
       assert int(out[i + 1]) >= values[a], argv  # only ever shorter
@@ -205,7 +209,6 @@ def test_the_quick_start_runs_as_written(heading, tmp_path):
   work = tmp_path / "work"
   work.mkdir()
   as_written = bool(os.environ.get("QUICKSTART_TIMES"))
-  steps = 20 if as_written else SHORT_STEPS
   results, times, t_all = [], [], time.perf_counter()
   for cmd in cmds:
     argv = shlex.split(cmd.replace(f"${variable}", str(data)))
@@ -234,12 +237,13 @@ def test_the_quick_start_runs_as_written(heading, tmp_path):
   by_module = dict(results)
   if "model.pretrain" in by_module:
     summary = by_module["model.pretrain"]
-    assert summary["steps"] == (20 if as_written else SHORT_PRETRAIN_STEPS)
+    assert summary["steps"] == (20 if as_written else short_steps("model.pretrain"))
     assert summary["final_eval"] is not None
     return
   finetune, predict, metrics = (by_module[m] for m in
                                 ("model.finetune", "model.predict", "model.evaluate"))
-  assert finetune["steps"] == steps and finetune["final_eval"] is not None
+  assert finetune["steps"] == (20 if as_written else short_steps("model.finetune"))
+  assert finetune["final_eval"] is not None
   assert (work / "runs").is_dir()
   assert predict["predictions"] == questions(data)
   assert METRICS[predict["task"]] <= set(metrics), sorted(metrics)
@@ -251,3 +255,7 @@ def test_the_quick_start_runs_as_written(heading, tmp_path):
       predicted = set(json.load(f))
     with open(data / "examples.jsonl", encoding="utf-8") as f:
       assert predicted == {json.loads(line)["id"] for line in f if line.strip()}
+    assert metrics["n_gold"] == 5 and metrics["n_missing"] == 0 and metrics["n_ignored"] == 0
+    assert 0 <= metrics["exact_match"] <= metrics["f1"] <= 100
+    # evaluate scores what predict wrote, the same way finetune's dev evaluation did.
+    assert metrics["f1"] == pytest.approx(finetune["final_eval"]["f1"])
