@@ -43,9 +43,8 @@ def get_function_args_defaults(f):
   func, bound = _key(f)
   if func is None:
     return _ORIGINAL(f)
-  per_kind = _CACHE.get(func)
-  if per_kind is None or bound not in per_kind:
-    per_kind = _CACHE.setdefault(func, {})
+  per_kind = _CACHE.setdefault(func, {})
+  if bound not in per_kind:
     per_kind[bound] = _ORIGINAL(f)
   args, defaults = per_kind[bound]
   return list(args), list(defaults)
