@@ -42,10 +42,10 @@ LONGEST_FILES = (
     "tests/test_bad_inputs.py",
     "tests/model/test_faults.py",
     "tests/model/test_cli_errors.py",
-    "tests/pipelines/test_estimate_quickstarts.py",
     "tests/model/test_training_views.py",
     "tests/golden/test_job_outputs.py",
     "tests/pipelines/test_faults.py",
+    "tests/pipelines/test_output_dirs.py",
 )
 
 

@@ -11,6 +11,12 @@ start is printed (``pytest -s``) and, with ``QUICKSTART_TIMES=FILE``, appended t
 lines: the README's quick-start times come from this run.  The 20-step fine-tunes train all 20
 steps (no ``--patience``) and evaluate on the dev set every 10 (``--eval_every 10``).
 
+Each pipeline command's ``--estimate`` (:mod:`pipelines.estimate`) runs right before it, under
+the same load: the quick start's summed estimate must be within +-30% of its pipeline commands'
+summed wall time (a miss is measured once more, in a fresh folder: another job's load on a
+shared 2-core machine changes within seconds).  ``tests/pipelines/test_estimate_annotation.py``
+checks the estimate's parts; the runs it is compared with are these.
+
 Without ``QUICKSTART_TIMES`` (``make check``) the trainings are shortened, the one change to the
 commands: ``--steps 20`` runs :data:`SHORT_STEPS` steps (pre-training, which evaluates once at
 its end: :data:`SHORT_PRETRAIN_STEPS`, each step ~15 s of the MLM head over 50,265 tokens) and
@@ -204,24 +210,25 @@ def test_the_quick_start_runs_as_written(heading, tmp_path):
   data = build(tmp_path / "data")
   if data == REPO_ROOT:
     data = REPO_ROOT / value
+  else:
+    _copy_links(data)
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO_ROOT),
              **{variable: str(data)})
   work = tmp_path / "work"
   work.mkdir()
   as_written = bool(os.environ.get("QUICKSTART_TIMES"))
-  results, times, t_all = [], [], time.perf_counter()
+  results, times, estimates = [], [], []
   for cmd in cmds:
     argv = shlex.split(cmd.replace(f"${variable}", str(data)))
     assert argv[0] == "python"
     if not as_written:
       argv = shortened(argv)
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable] + argv[1:], cwd=work, env=env, capture_output=True,
-                          text=True, timeout=1200)
-    times.append((argv[2], time.perf_counter() - t0))
-    assert proc.returncode == 0, f"{cmd}\n{proc.stderr[-3000:]}"
-    results.append((argv[2], json.loads(proc.stdout.strip().splitlines()[-1])))
-  total = time.perf_counter() - t_all
+    if argv[2].startswith("pipelines"):  # (the model commands have no --estimate)
+      estimates.append(_estimate(argv, work, env))
+    summary, seconds = _run(argv, work, env, cmd)
+    times.append((argv[2], seconds))
+    results.append((argv[2], summary))
+  total = sum(t for _, t in times)  # (the estimates apart)
   print(f"\n{heading}: {total:.1f} s in all; " +
         ", ".join(f"{m} {t:.1f} s" for m, t in times))
   if os.environ.get("QUICKSTART_TIMES"):  # a JSON-lines file to collect the times in
@@ -229,6 +236,10 @@ def test_the_quick_start_runs_as_written(heading, tmp_path):
       f.write(json.dumps({"heading": heading, "total_s": round(total, 1),
                           "commands": [[m, round(t, 1)] for m, t in times],
                           "summaries": [s for _, s in results]}) + "\n")
+
+  _check_estimates(heading, [c for c in cmds if shlex.split(c)[2].startswith("pipelines")],
+                   variable, data, env, tmp_path, estimates,
+                   [t for m, t in times if m.startswith("pipelines")])
 
   for module, summary in results:
     if module.startswith("pipelines"):
@@ -259,3 +270,64 @@ def test_the_quick_start_runs_as_written(heading, tmp_path):
     assert 0 <= metrics["exact_match"] <= metrics["f1"] <= 100
     # evaluate scores what predict wrote, the same way finetune's dev evaluation did.
     assert metrics["f1"] == pytest.approx(finetune["final_eval"]["f1"])
+
+
+# --- the pipeline commands' --estimate against their runs -----------------------------------
+
+ESTIMATE_TOLERANCE = 0.30
+
+
+def _run(argv, cwd, env, cmd):
+  """(last stdout line as JSON, wall seconds) of ``argv`` (``python -m ...``) run in ``cwd``."""
+  t0 = time.perf_counter()
+  proc = subprocess.run([sys.executable] + argv[1:], cwd=cwd, env=env, capture_output=True,
+                        text=True, timeout=1200)
+  seconds = time.perf_counter() - t0
+  assert proc.returncode == 0, f"{cmd}\n{proc.stderr[-3000:]}"
+  return json.loads(proc.stdout.strip().splitlines()[-1]), seconds
+
+
+def _estimate(argv, cwd, env) -> float:
+  """The local seconds that ``argv --estimate`` predicts for the pipeline command ``argv``."""
+  e, _ = _run(argv + ["--estimate"], cwd, env, shlex.join(argv + ["--estimate"]))
+  assert (e["annotation"] is not None) == ("--ner" in argv), e["annotation"]
+  return e["local"]["hours"] * 3600
+
+
+def _check_estimates(heading, cmds, variable, data, env, tmp_path, estimates, runs):
+  """The pipeline commands' summed estimate within ESTIMATE_TOLERANCE of their summed runs; on
+  a miss they are estimated and run once more, in a fresh folder."""
+  assert cmds and len(estimates) == len(runs) == len(cmds), f"{heading}: no pipeline command"
+  for attempt in range(2):
+    estimated, measured = sum(estimates), sum(runs)
+    print(f"{heading}: the pipelines' estimate {estimated:.1f} s, run {measured:.1f} s; "
+          + "; ".join(f"{_output_dir(c)} {e:.1f} vs {r:.1f} s"
+                      for c, e, r in zip(cmds, estimates, runs)))
+    if attempt or abs(estimated - measured) <= ESTIMATE_TOLERANCE * measured:
+      break
+    again = tmp_path / "estimate_again"
+    again.mkdir()
+    estimates, runs = [], []
+    for cmd in cmds:
+      argv = shlex.split(cmd.replace(f"${variable}", str(data)))
+      estimates.append(_estimate(argv, again, env))
+      runs.append(_run(argv, again, env, cmd)[1])
+  assert abs(estimated - measured) <= ESTIMATE_TOLERANCE * measured, (
+      f"{heading}: estimate {estimated:.1f} s vs run {measured:.1f} s")
+
+
+def _output_dir(cmd: str) -> str:
+  argv = shlex.split(cmd)
+  return argv[argv.index("--output_dir") + 1] if "--output_dir" in argv else argv[2]
+
+
+def _copy_links(root) -> None:
+  """Symlinks of the data folder replaced by copies (a run refuses a story or an evidence file
+  that resolves outside its folder; the estimate measures the files the run reads)."""
+  for d, dirs, files in os.walk(root):
+    for name in dirs + files:
+      p = os.path.join(d, name)
+      if os.path.islink(p):
+        target = os.path.realpath(p)
+        os.unlink(p)
+        (shutil.copytree if os.path.isdir(target) else shutil.copy)(target, p)

@@ -1,17 +1,10 @@
 """``--estimate`` counts what a run spends time on (:mod:`pipelines.estimate`): entity
 annotation (spaCy, the alias table, the EntityRuler's patterns; Cloud NL requests, units and
-price) and the start-up, scaled by the share of a core a run gets here now; and, on the samples
-of the real files, each README quick start's pipeline commands take within +-30% of their
-estimate (the quick starts whose inputs are in ``../shared/samples``: HotpotQA, TriviaQA,
-NarrativeQA, Wikipedia + PG-19; the JSON-lines one reads the repository's own sample)."""
+price) and the start-up, scaled by the share of a core a run gets here now.  That each README
+quick start's pipeline commands take within +-30% of their estimate is checked where they run:
+``tests/test_readme_quickstarts.py`` estimates each right before its run."""
 
-import json
 import os
-import shlex
-import shutil
-import subprocess
-import sys
-import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,10 +15,6 @@ from pipelines.beam.annotate import AnnotationConfig
 from pipelines.entities.cloud_nl import CloudConfig
 from pipelines.errors import UserError
 from schemas import entities as entities_schema
-from tests import REPO_ROOT
-from tests import test_readme_quickstarts as readme
-
-TOLERANCE = 0.30
 
 
 def books_work(files: int = 2, mb_each: float = 1.0) -> estimate.Work:
@@ -158,76 +147,3 @@ def test_local_time_follows_the_share_of_a_core():
   assert low["share"] == estimate.SHARE_BOUNDS[0]
   measured = estimate.process_share()  # this process, on Linux
   assert measured is None or measured > 0
-
-
-# --- the quick starts on the samples --------------------------------------------------------
-
-QUICKSTARTS = [h for h in readme.QUICKSTARTS]
-
-
-def _timed(argv, cwd, env):
-  t0 = time.perf_counter()
-  proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-  return proc, time.perf_counter() - t0
-
-
-def _copy_links(root) -> None:
-  """Symlinks of the data folder replaced by copies (a run refuses a story or an evidence file
-  that resolves outside its folder)."""
-  for d, dirs, files in os.walk(root):
-    for name in dirs + files:
-      p = os.path.join(d, name)
-      if os.path.islink(p):
-        target = os.path.realpath(p)
-        os.unlink(p)
-        (shutil.copytree if os.path.isdir(target) else shutil.copy)(target, p)
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not readme.SAMPLES.is_dir(), reason="no ../shared/samples")
-@pytest.mark.parametrize("heading", QUICKSTARTS)
-def test_the_quick_starts_estimate_is_within_30_percent(heading, tmp_path):
-  build, _ = readme.QUICKSTARTS[heading]
-  variable, value, cmds = readme.quickstart(heading)
-  data = build(tmp_path / "data")
-  if data == REPO_ROOT:
-    data = REPO_ROOT / value
-  else:
-    _copy_links(data)
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO_ROOT),
-             **{variable: str(data)})
-  # Another job's load on a shared 2-core machine changes within seconds, between an estimate
-  # and its run: a miss is measured once more, in a fresh folder.
-  for attempt in range(2):
-    estimated, measured, rows = _estimate_and_run(cmds, variable, data, env,
-                                                  tmp_path / f"work{attempt}")
-    print(f"\n{heading}: estimate {estimated:.1f} s, run {measured:.1f} s; " + "; ".join(rows))
-    if abs(estimated - measured) <= TOLERANCE * measured:
-      break
-  assert rows, f"{heading}: no pipeline command"
-  assert abs(estimated - measured) <= TOLERANCE * measured, (
-      f"{heading}: estimate {estimated:.1f} s vs run {measured:.1f} s: " + "; ".join(rows))
-
-
-def _estimate_and_run(cmds, variable, data, env, work):
-  """(estimated s, measured s, one line per command) of the quick start's pipeline commands,
-  each estimated and then run right after (the same load)."""
-  work.mkdir()
-  estimated = measured = 0.0
-  rows = []
-  for cmd in cmds:
-    argv = shlex.split(cmd.replace(f"${variable}", str(data)))
-    if not argv[2].startswith("pipelines"):
-      continue  # the model commands have no --estimate
-    argv = [sys.executable] + argv[1:]
-    proc, _ = _timed(argv + ["--estimate"], work, env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    e = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert (e["annotation"] is not None) == ("--ner" in argv)
-    proc, wall = _timed(argv, work, env)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    estimated += e["local"]["hours"] * 3600
-    measured += wall
-    rows.append(f"{argv[3]} {argv[4][-30:]}: estimate {e['local']['hours'] * 3600:.1f} s "
-                f"(share {e['local']['share']:.2f}), run {wall:.1f} s")
-  return estimated, measured, rows
