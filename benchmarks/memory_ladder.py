@@ -566,20 +566,33 @@ def _exit_on_sigterm(signum, frame):  # pylint: disable=unused-argument
   raise SystemExit(128 + signum)  # unwinds through the pool, which terminates its workers
 
 
+def _seeds(args) -> Dict[str, int]:
+  return {r: args.r0_seeds if r == "R0" else args.seeds for r in args.rungs}
+
+
+def _common(args) -> Dict:
+  return dict(size=args.size, dev_packs=args.dev_packs, log_every=args.log_every,
+              overrides=args.overrides)
+
+
+def pretrain_jobs(args) -> List[Dict]:
+  """The :func:`pretrain_one` jobs of a run (none without ``pretrained`` in ``--inits``)."""
+  if "pretrained" not in args.inits:
+    return []
+  # E-blocked uses E's weights: an E pre-training is needed whenever E is run.
+  return [dict(_common(args), model=m, seed=s, steps=args.pretrain_steps,
+               learning_rate=args.pretrain_learning_rate, cache_dir=args.cache_dir)
+          for m in args.models for s in range(max(_seeds(args).values()))]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
   args = _parse(argv)
   if threading.current_thread() is threading.main_thread():
     # A killed ladder takes its workers with it (they would train on as orphans).
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-  seeds = {r: args.r0_seeds if r == "R0" else args.seeds for r in args.rungs}
-  common = dict(size=args.size, dev_packs=args.dev_packs, log_every=args.log_every,
-                overrides=args.overrides)
-  pre_jobs = []
-  if "pretrained" in args.inits:
-    # E-blocked uses E's weights: an E pre-training is needed whenever E is run.
-    pre_jobs = [dict(common, model=m, seed=s, steps=args.pretrain_steps,
-                     learning_rate=args.pretrain_learning_rate, cache_dir=args.cache_dir)
-                for m in args.models for s in range(max(seeds.values()))]
+  seeds = _seeds(args)
+  common = _common(args)
+  pre_jobs = pretrain_jobs(args)
   jobs = [dict(common, rung=r, model=m, seed=s, init=i, steps=args.steps or STEPS[r],
                learning_rate=args.learning_rate, coref_weight=args.coref_weight,
                end_lr_fraction=args.end_lr_fraction)

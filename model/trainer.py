@@ -214,6 +214,16 @@ class Trainer:
 
   def _build_in_model_dir(self):
     keras.utils.set_random_seed(self.tc.seed)
+    # The data first: making it reads every shard's first record (another major schema
+    # version is the user's error), which should not wait for the model's build.  (Seeded
+    # explicitly: it draws nothing from the global seed that the model's initialisers use.)
+    if self.memory_scope == "book" and self.mc.use_memory and not self.generated:
+      self.task.keep_keys = book_memory.BOOK_FEATURES
+    if self.generated:
+      ds = self.generated.dataset(shuffle=self.tc.shuffle, seed=self.tc.seed)
+    else:
+      ds = records_dataset(self.records_dirs, self.manifests, shuffle=self.tc.shuffle,
+                           repeat=True, seed=self.tc.seed, max_mentions=self.task.max_mentions)
     r = self.strategy.num_replicas_in_sync
     with self.strategy.scope():
       self.model = readtwice.build_model(self.mc, self.seq_length, self.segments_per_pack // r)
@@ -226,13 +236,6 @@ class Trainer:
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
       self.best = tf.Variable(-math.inf, dtype=tf.float64, trainable=False, name="best_metric")
       self.stale = tf.Variable(0, dtype=tf.int64, trainable=False, name="stale_evaluations")
-    if self.memory_scope == "book" and self.mc.use_memory and not self.generated:
-      self.task.keep_keys = book_memory.BOOK_FEATURES
-    if self.generated:
-      ds = self.generated.dataset(shuffle=self.tc.shuffle, seed=self.tc.seed)
-    else:
-      ds = records_dataset(self.records_dirs, self.manifests, shuffle=self.tc.shuffle,
-                           repeat=True, seed=self.tc.seed, max_mentions=self.task.max_mentions)
     ds = self.task.prepare(ds, self.tc.seed).prefetch(2)
     self.iterator = iter(ds)
     self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
