@@ -232,7 +232,8 @@ def _stats(values: Sequence[float]) -> str:
           f"{statistics.median(values):.3f}, max {max(values):.3f})")
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def parse_args(argv: Optional[Sequence[str]] = None):
+  """``(args, models, params)`` of the command line (usage errors exit 2)."""
   d = LongRangeParams()
   ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   ap.add_argument("--out_dir", default=None,
@@ -284,7 +285,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.error(str(e))
   if args.segments_per_pack < args.segments:
     ap.error(f"--segments_per_pack must be >= --segments ({args.segments})")
+  return args, models, params
 
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  args, models, params = parse_args(argv)
   t0 = time.perf_counter()
   tmp = None
   out = args.out_dir

@@ -89,3 +89,48 @@ def test_it_can_be_turned_off(monkeypatch):
 def test_other_callables_give_beams_answer(f):
   original = beam_introspection._ORIGINAL  # pylint: disable=protected-access
   assert beam_introspection.get_function_args_defaults(f) == original(f)
+
+
+# ---- PipelineOptions.view_as -------------------------------------------------------------
+
+def test_view_as_is_memoised_in_the_test_process():
+  from apache_beam.options import pipeline_options  # pylint: disable=g-import-not-at-top
+  assert pipeline_options.PipelineOptions.view_as is beam_introspection.view_as
+
+
+def test_a_remembered_view_reads_and_writes_what_beams_own_view_does():
+  from apache_beam.options.pipeline_options import (  # pylint: disable=g-import-not-at-top
+      DirectOptions, PipelineOptions, StandardOptions)
+  original = beam_introspection._ORIGINAL_VIEW_AS  # pylint: disable=protected-access
+  flags = ["--runner", "DirectRunner", "--direct_num_workers", "3", "--unknown_flag", "x"]
+  memo, plain = PipelineOptions(flags), PipelineOptions(flags)
+  for cls in (StandardOptions, DirectOptions):
+    first = memo.view_as(cls)
+    assert memo.view_as(cls) is first  # a hit
+    want = original(plain, cls)
+    assert type(first) is type(want)
+    assert first.get_all_options() == want.get_all_options()
+  assert memo.view_as(DirectOptions).direct_num_workers == 3
+  # A write through one view is seen through the others and the options, as in Beam.
+  memo.view_as(StandardOptions).streaming = True
+  original(plain, StandardOptions).streaming = True
+  assert memo.view_as(StandardOptions).streaming and memo.get_all_options()["streaming"]
+  assert memo.get_all_options() == plain.get_all_options()
+
+
+def test_a_view_is_made_again_when_its_options_changed_under_it():
+  from apache_beam.options.pipeline_options import (  # pylint: disable=g-import-not-at-top
+      DirectOptions, PipelineOptions)
+  options = PipelineOptions(["--direct_num_workers", "2"])
+  first = options.view_as(DirectOptions)
+  options._flags = ["--direct_num_workers", "5"]  # pylint: disable=protected-access
+  options._all_options = {}  # pylint: disable=protected-access
+  again = options.view_as(DirectOptions)
+  assert again is not first and again.direct_num_workers == 5
+  options._all_options.pop("direct_num_workers")  # pylint: disable=protected-access
+  third = options.view_as(DirectOptions)
+  assert third is not again and third.direct_num_workers == 5
+  # Each object has its own views.
+  other = PipelineOptions(["--direct_num_workers", "2"])
+  assert other.view_as(DirectOptions) is not third
+  assert other.view_as(DirectOptions).direct_num_workers == 2
