@@ -2,6 +2,7 @@
 
 import logging
 import os
+import signal
 
 import pytest
 
@@ -17,6 +18,13 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
   _share = max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
   os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(_share))
   os.environ.setdefault("TF_NUM_INTEROP_THREADS", str(_share))
+
+# A run started in the background by a non-interactive shell (`make check &`, a script's `&`)
+# inherits SIGINT ignored, and so would every command that the tests start: the tests that
+# stop a command as Ctrl-C does need SIGINT delivered, so the test processes take Python's
+# own handler back (the commands they start then get SIGINT's default, as from a terminal).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+  signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_configure(config):
@@ -73,7 +81,6 @@ def _restore_stop_signal_handlers():
   """Each test starts with the SIGINT/SIGTERM handlers the session had: a command's main()
   run in process installs its own (one line on a stop), and one left behind would change how
   the next test's command (or pytest itself) sees a signal."""
-  import signal  # pylint: disable=g-import-not-at-top
   saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
   yield
   for s, handler in saved.items():
