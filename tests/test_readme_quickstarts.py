@@ -258,6 +258,13 @@ def test_the_quick_start_runs_as_written(heading, tmp_path):
   assert (work / "runs").is_dir()
   assert predict["predictions"] == questions(data)
   assert METRICS[predict["task"]] <= set(metrics), sorted(metrics)
+  if build is triviaqa_data:  # every official evaluation key of the dev questions, and no other
+    from model.evaluation import triviaqa as official  # pylint: disable=g-import-not-at-top
+    with open(work / "runs" / "triviaqa" / "predictions.json", encoding="utf-8") as f:
+      predicted = set(json.load(f))
+    with open(data / "qa" / "wikipedia-dev.json", encoding="utf-8") as f:
+      assert predicted == set(official.key_to_answer(json.load(f), per_document=False))
+    assert metrics["n_missing"] == 0
   if build is jsonl_qa_data:  # the shipped sample: every count is known
     job = by_module["pipelines"]
     assert job["counts"] == {"input": 5, "written": 5, "skipped": 0, "rejected": 0}
