@@ -50,13 +50,13 @@ from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 import numpy as np
 import tensorflow as tf
 
+from model import memory_table
+
 # Memories per chunk of pass 2's memory attention at prediction (``memory_chunk`` of
 # model.layers.MemoryAttention): its scores are [N, heads, L, MEMORY_CHUNK] whatever the book's
 # length, the size of one self-attention layer's scores at L = 512.
 MEMORY_CHUNK = 512
-EXTERNAL_KEYS = ("external_memories", "external_document", "external_position",
-                 "external_mask", "external_entity_id")
-_TABLE_KEYS = ("memories", "document", "position", "mask", "entity_id")
+EXTERNAL_KEYS = memory_table.EXTERNAL_KEYS
 # The pack features that say which book and sub-document each segment belongs to.
 BOOK_FEATURES = ("segment_mask", "document_index", "document_id", "question_id",
                  "sub_document_index", "num_sub_documents")
@@ -203,18 +203,6 @@ def book_pack_index(books_per_pack: Iterable[Mapping[BookKey, Dict]]) -> Dict[Bo
     for key in books:
       index[key].add(i)
   return dict(index)
-
-
-def with_external(table: Mapping[str, tf.Tensor], inputs: Mapping[str, tf.Tensor]
-                  ) -> Dict[str, tf.Tensor]:
-  """``table`` (the pack's gathered memories) followed by the inputs' external table, which
-  carries no gradient."""
-  ext = {"memories": tf.stop_gradient(tf.cast(inputs["external_memories"],
-                                              table["memories"].dtype)),
-         "document": inputs["external_document"], "position": inputs["external_position"],
-         "mask": inputs["external_mask"], "entity_id": inputs["external_entity_id"]}
-  return {k: tf.concat([table[k], tf.cast(ext[k], table[k].dtype)], axis=0)
-          for k in _TABLE_KEYS}
 
 
 def fill_store(model, packs: Iterable[Mapping[str, np.ndarray]], store: BookMemoryStore,

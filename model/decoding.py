@@ -325,11 +325,6 @@ class Decoder:
           facts.append([title, i])
     return facts
 
-  def predictions(self) -> Dict[str, Dict]:
-    """HotpotQA predictions (kept for callers of the original API)."""
-    from model.tasks import hotpotqa  # pylint: disable=g-import-not-at-top
-    return hotpotqa.TASK.predictions(self)
-
 
 def load_documents(records_dir: str) -> Dict[str, Dict]:
   """``{document_id: document}`` from the documents side files of ``records_dir``:

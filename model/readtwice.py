@@ -31,7 +31,7 @@ from typing import Dict
 import keras
 import tensorflow as tf
 
-from model import book_memory
+from model import memory_table as memory_table_lib
 from model.configs import ModelConfig
 from model.layers import ExtractMemories, MemoryAttention, TransformerStack, gather_memories
 from model.layers.heads import AnswerTypeHead, CorefBias, MLMHead, SpanHead
@@ -45,9 +45,8 @@ MODEL_INPUT_KEYS = ("token_ids", "input_mask", "token_kind", "segment_mask", "do
 MENTION_INPUT_KEYS = ("mentions_segment", "mentions_begin", "mentions_end",
                       "mentions_entity_id", "mentions_mask", "mentions_dropped")
 # External memories: a whole book's memories from other packs (model.book_memory).
-EXTERNAL_INPUT_KEYS = ("external_memories", "external_document", "external_position",
-                       "external_mask", "external_entity_id")
-OPTIONAL_INPUT_KEYS = MENTION_INPUT_KEYS[:-1] + ("masked_positions",) + EXTERNAL_INPUT_KEYS
+OPTIONAL_INPUT_KEYS = (MENTION_INPUT_KEYS[:-1] + ("masked_positions",)
+                       + memory_table_lib.EXTERNAL_KEYS)
 
 
 def max_mentions(config: ModelConfig):
@@ -257,8 +256,8 @@ def memory_table(local, inputs):
   if not local:
     return {}
   table = gather_memories(local)
-  if "external_memories" in inputs:
-    table = book_memory.with_external(table, inputs)
+  if memory_table_lib.has_external(inputs):
+    table = memory_table_lib.with_external(table, inputs)
   return table
 
 

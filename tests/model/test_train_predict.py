@@ -9,6 +9,7 @@ import numpy as np
 from model import configs, decoding, spans
 from model import train_lib
 from model import predict_lib
+from model.tasks import hotpotqa as hotpotqa_task
 from schemas import records
 
 S, Q, C, P = (records.TOKEN_KIND_SPECIAL, records.TOKEN_KIND_QUESTION,
@@ -53,7 +54,7 @@ def test_decoder_maps_offsets_and_answer_types():
          "supporting_logits": np.array([-3.0, 2.0, 0.0])}
   dec = decoding.Decoder(docs)
   dec.add_pack(f, out)
-  preds = dec.predictions()
+  preds = hotpotqa_task.TASK.predictions(dec)
   # Best span: segment 1, begin token 1 (4) + end token 2 (4) -> chars 12..23.
   assert preds["answer"]["q1"] == "Gamma delta" == text[12:23]
   assert preds["answer"]["q2"] == "no"

@@ -19,7 +19,6 @@ def test_predictions_layout_and_yes_no():
   assert hp["sp"]["q1"] == [["A", 0], ["B", 0], ["B", 1]]
   official.check_predictions(hp)
   assert TASK.count(hp) == 4
-  assert dec.predictions() == hp  # the Decoder's original API
 
 
 def test_official_evaluation_accepts_predictions():
