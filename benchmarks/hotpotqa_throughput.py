@@ -133,7 +133,7 @@ def breakdown(raw, config: RecordsConfig) -> dict:
   from pipelines.beam.packing import PackEncoder  # pylint: disable=g-import-not-at-top
   from pipelines.beam.segment import TokenizeAndSegmentFn  # pylint: disable=g-import-not-at-top
 
-  from pipelines.beam.answers import _AnswerSearchFn  # pylint: disable=g-import-not-at-top
+  from pipelines.beam.label_answers import _AnswerSearchFn  # pylint: disable=g-import-not-at-top
 
   out = {}
   t0 = time.perf_counter()

@@ -6,7 +6,7 @@ global batch).
 
 Set-up: a generated Wikipedia dump (``synthetic.wikipedia``, link mentions with entity ids)
 goes through ``python -m pipelines.wikipedia`` with the given record shape.  Then, in this
-process, the trainer's input as it will run: ``model.input.dataset_from_output_dir`` (read and
+process, the trainer's input as it will run: ``model.pack_reader.dataset_from_output_dir`` (read and
 parse every shard, ``max_mentions`` static mention features), repeated, enumerated and mapped
 through ``model.masking.mask_segments`` (25% of mentions, 15% whole-word spans, 80/10/10, a new
 mask per pass) with ``num_parallel_calls=AUTOTUNE``, prefetched.  After one warm-up pack, the
@@ -49,7 +49,7 @@ def make_records(tmp: str, pages: int, seq_length: int, segments_per_pack: int) 
 
 def measure(records: str, max_mentions: int, seconds: float) -> dict:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import input as input_lib  # pylint: disable=g-import-not-at-top
+  from model import pack_reader as input_lib  # pylint: disable=g-import-not-at-top
   from model import masking  # pylint: disable=g-import-not-at-top
   manifest = input_lib.read_manifest(records)
   tok = manifest["tokenizer"]

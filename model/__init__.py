@@ -3,7 +3,7 @@
 Layering (Model Garden style):
 
 * :mod:`model.configs`   -- frozen dataclass configs with JSON round trip (no TF import).
-* :mod:`model.input`     -- tf.data reader for the ``schemas.records`` TFRecord contract.
+* :mod:`model.pack_reader`     -- tf.data reader for the ``schemas.records`` TFRecord contract.
 * :mod:`model.layers`    -- transformer, memory extraction, memory attention.
 * :mod:`model.readtwice` -- the ReadTwice Keras model (BERT_1 -> memories -> BERT_2 -> heads).
 * :mod:`model.losses`    -- OR-loss over documents, answer-type and supporting-fact losses.

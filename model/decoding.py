@@ -1,6 +1,6 @@
 """Span decoding: a question's answers from the model's logits (pure Python + NumPy; no TF
 import at module level: only :func:`load_documents` imports it, to read the side files with
-``tf.io.gfile`` through :data:`model.input.GFILE`).  Task-agnostic: each task of
+``tf.io.gfile`` through :data:`model.pack_reader.GFILE`).  Task-agnostic: each task of
 :mod:`model.tasks` turns a :class:`Decoder`'s answers into its official prediction format.
 
 Candidates
@@ -334,5 +334,5 @@ def load_documents(records_dir: str) -> Dict[str, Dict]:
   Raises:
     ValueError: A gzip side file is corrupt.
   """
-  from model import input as input_lib  # pylint: disable=g-import-not-at-top
+  from model import pack_reader as input_lib  # pylint: disable=g-import-not-at-top
   return documents_lib.load(records_dir, fs=input_lib.GFILE)

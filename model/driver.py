@@ -98,15 +98,15 @@ def check_roberta_dir(path: str) -> None:
 
 def error_message(error: BaseException, records_dirs) -> str:
   """The one line for an error of a run: a corrupt record names its file and index."""
-  from model import input as input_lib  # pylint: disable=g-import-not-at-top
+  from model import pack_reader as input_lib  # pylint: disable=g-import-not-at-top
   return input_lib.records_error(error, list(records_dirs)) or " ".join(str(error).split())
 
 
 def records_failure(prog: str, error: BaseException, records_dirs) -> int:
   """:func:`fail` with the one line of a TensorFlow error that the records caused (a shard
-  gone, a payload that is not a pack: :func:`model.input.records_error`), raised in the input
+  gone, a payload that is not a pack: :func:`model.pack_reader.records_error`), raised in the input
   pipeline before or during training; any other error is re-raised (a bug: its traceback)."""
-  from model import input as input_lib  # pylint: disable=g-import-not-at-top
+  from model import pack_reader as input_lib  # pylint: disable=g-import-not-at-top
   message = input_lib.records_error(error, list(records_dirs))
   if message is None:
     raise error

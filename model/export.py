@@ -16,7 +16,7 @@ a static geometry: ``segments_per_pack`` N and ``seq_length`` L are the records'
 ``--records_dir``'s manifest), else ``--segments_per_pack`` and ``--seq_length`` (default: the
 model's ``max_seq_length``).
 
-``serving_default`` -- inputs, named and typed as one pack parsed by :mod:`model.input`:
+``serving_default`` -- inputs, named and typed as one pack parsed by :mod:`model.pack_reader`:
 
 * ``token_ids``, ``input_mask``, ``token_kind``: int32 ``[N, L]``;
 * ``segment_mask``, ``document_index``, ``segment_index``: int32 ``[N]``;

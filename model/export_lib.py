@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from model import faults
 from model import configs as configs_lib
-from model import input as input_lib
+from model import pack_reader as input_lib
 from model import readtwice
 from model import training_data
 from model.trainer import check_compatible
@@ -42,7 +42,7 @@ class ExportError(ValueError):
 
 def input_spec(config: configs_lib.ModelConfig, seq_length: int, segments_per_pack: int
                ) -> Dict[str, tf.TensorSpec]:
-  """The signature's inputs: the pack features the model reads, as :mod:`model.input` parses
+  """The signature's inputs: the pack features the model reads, as :mod:`model.pack_reader` parses
   them (int32; token features ``[N, L]``, segment features ``[N]``, mentions ``[K]``)."""
   n, l = segments_per_pack, seq_length
   spec = {k: tf.TensorSpec([n, l] if k in _TOKEN_INPUTS else [n], tf.int32, name=k)

@@ -27,7 +27,7 @@ def dev_options(task: str, dev_dir: str) -> dict:
   the task's ``dev_options`` (NarrativeQA leaves out METEOR, which needs Java) -- for
   NarrativeQA dev records of ``--split valid``, ``{"split": "valid", "meteor": False}``, what
   ``model.evaluate --split valid --nometeor`` scores with."""
-  from model import input as input_lib  # pylint: disable=g-import-not-at-top
+  from model import pack_reader as input_lib  # pylint: disable=g-import-not-at-top
 
   manifest = input_lib.read_manifest(dev_dir)
   return {**evaluate_lib.records_options(task, manifest, dev_dir), **tasks.get(task).dev_options}

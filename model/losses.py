@@ -407,7 +407,7 @@ def readtwice_losses(outputs: Mapping[str, tf.Tensor], features: Mapping[str, tf
       ``memory_table`` ``[M, H]``, ``memory_entity_id`` ``[M]``, ``memory_mask`` ``[M]``,
       ``coref_bias`` scalar (coreference; the table all-gathered across replicas unless
       ``coref_all_gather``).
-    features: pack features from :mod:`model.input` (this replica's rows); ``masked_ids``
+    features: pack features from :mod:`model.pack_reader` (this replica's rows); ``masked_ids``
       int ``[N, P]`` and ``masked_weights`` float ``[N, P]`` for the MLM loss.
     answer_type_mode: ``"mean"`` or ``"paper"`` (:func:`answer_type_loss`).
     answer_type_weight, supporting_weight, mlm_weight, coref_weight: weights in ``total``.

@@ -1,6 +1,6 @@
 """Masked-LM input masking for ReadTwice pre-training: whole entity mentions + whole-word spans.
 
-``mask_segments`` works on one parsed pack (``model.input.parse_pack``: token features
+``mask_segments`` works on one parsed pack (``model.pack_reader.parse_pack``: token features
 ``[N, L]``) with pure TF ops and static output shapes, so it runs inside ``tf.data`` ``.map``
 and under ``tf.function``.  Per segment (row):
 

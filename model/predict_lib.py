@@ -23,7 +23,7 @@ from model import faults
 from model import book_memory
 from model import configs as configs_lib
 from model import decoding
-from model import input as input_lib
+from model import pack_reader as input_lib
 from model import progress as progress_lib
 from model import readtwice
 from model import tasks

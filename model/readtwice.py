@@ -4,7 +4,7 @@
 gather_memories (all replicas) -> MemoryAttention -> BERT_2 (per segment) -> heads``; with
 ``use_memory=False`` (the plain-encoder baseline) ``embeddings -> BERT_1 -> heads``.
 
-Inputs are the pack feature dict of :mod:`model.input` (one pack = one global batch of N
+Inputs are the pack feature dict of :mod:`model.pack_reader` (one pack = one global batch of N
 segments x L tokens; under a strategy, each replica's share of it: :mod:`model.replicas`).
 Entity memories read the static ``mentions_*`` features (``parse_pack(max_mentions=...)``).
 Outputs (dict):

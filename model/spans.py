@@ -41,7 +41,7 @@ Snapping to whole words (``model.decoding.Decoder(snap_to_words=True)``, the def
   without a ``word_start`` feature, and segments whose context tokens have no word start at all
   (records written with an all-zero ``word_start``), are decoded on token spans as before, with
   one ``RuntimeWarning`` per :class:`model.decoding.Decoder` (counted in its
-  ``segments_without_word_start``).  (The record parser of :mod:`model.input` requires
+  ``segments_without_word_start``).  (The record parser of :mod:`model.pack_reader` requires
   ``word_start``, so this concerns feature dicts built by other callers.)
 """
 

@@ -15,7 +15,7 @@ import tensorflow as tf
 from model import configs as configs_lib
 from model import driver
 from model import flags
-from model import input as input_lib
+from model import pack_reader as input_lib
 from model import readtwice
 from model import objectives
 from model import trainer as trainer_lib

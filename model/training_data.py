@@ -1,7 +1,7 @@
 """What a training run reads: pipeline records dirs as one parsed-pack dataset, or packs
 generated in memory, and the one-line error for inputs that cannot be trained on.
 
-Records dirs are read through :mod:`model.input` (``tf.io.gfile``, so local or ``gs://``); their
+Records dirs are read through :mod:`model.pack_reader` (``tf.io.gfile``, so local or ``gs://``); their
 manifests are checked with :mod:`schemas.records_dir` (a finished run that wrote records; dirs
 trained together agree on segment geometry and tokenizer).
 """
@@ -13,7 +13,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 
 import tensorflow as tf
 
-from model import input as input_lib
+from model import pack_reader as input_lib
 from schemas import records
 from schemas import records_dir as records_dir_lib
 
@@ -68,7 +68,7 @@ class GeneratedPacks:
   """Packs made in memory instead of read from records (controlled tasks, benchmarks).
 
   ``packs`` is a dict of NumPy arrays with a leading pack axis, holding the parsed-pack
-  features of :mod:`model.input` that the task reads (``token_ids`` ``[P, N, L]``,
+  features of :mod:`model.pack_reader` that the task reads (``token_ids`` ``[P, N, L]``,
   ``document_index`` ``[P, N]``, ``mentions_*`` ``[P, K]``, ...).  The trainer cycles through
   the P packs in order (shuffled per epoch when ``TrainConfig.shuffle``); the dataset is built
   with ``from_tensor_slices``, so its iterator checkpoints like the records' one.

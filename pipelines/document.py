@@ -42,7 +42,7 @@ class Question:
   answers: Tuple[str, ...] = ()
   answer_type: int = records.ANSWER_TYPE_NONE
   # Where the answers occur in the document text (char spans), set by the labelling stage
-  # (``pipelines.beam.answers``: answer search; later a ROUGE-L oracle).
+  # (``pipelines.beam.label_answers``: answer search; later a ROUGE-L oracle).
   answer_spans: Tuple[Tuple[int, int], ...] = ()
 
 

@@ -164,6 +164,30 @@ def test_no_import_circle(project):
   assert not found, found
 
 
+# Folders whose modules are named after a dataset or a task, one per entry, on purpose.
+PER_ENTRY_FOLDERS = ("pipelines/datasets", "model/tasks", "model/evaluation")
+
+
+def name_clashes(paths: List[str]) -> List[List[str]]:
+  """Groups of module paths whose names are equal or differ only by a trailing "s"."""
+  groups: Dict[str, List[str]] = {}
+  for path in paths:
+    stem = os.path.basename(path)[:-3]
+    if stem in ("__init__", "__main__") or path.startswith(PER_ENTRY_FOLDERS):
+      continue
+    groups.setdefault(stem[:-1] if stem.endswith("s") else stem, []).append(path)
+  return sorted(sorted(g) for g in groups.values() if len(g) > 1)
+
+
+@pytest.mark.parametrize("package", ["pipelines", "model"])
+def test_module_names_are_unique_in_the_package(project, package):
+  _, modules, _ = project
+  paths = [os.path.relpath(p, REPO_ROOT) for m, p in modules.items()
+           if m.split(".")[0] == package]
+  assert len(paths) > 20
+  assert not name_clashes(paths), name_clashes(paths)
+
+
 def test_the_checks_find_what_they_look_for():
   """Controls: a pipelines module that imports the model or TensorFlow inside a function, a
   relative import out of its package, and a two- and a three-module circle."""
@@ -185,3 +209,8 @@ def test_the_checks_find_what_they_look_for():
   graph = import_graph({"p": "p/__init__.py", "p.m": "p/m.py"},
                        {"p": "from p import m\n", "p.m": "from p import base\n"})
   assert graph == {"p": {"p.m"}, "p.m": set()} and circles(graph) == []
+  assert name_clashes(["pipelines/document.py", "pipelines/beam/documents.py",
+                       "pipelines/beam/read.py", "pipelines/datasets/a/reader.py",
+                       "pipelines/datasets/b/reader.py", "pipelines/x/__init__.py",
+                       "pipelines/__init__.py"]) == [["pipelines/beam/documents.py",
+                                                      "pipelines/document.py"]]

@@ -6,7 +6,7 @@ Three sources (the paper's memory types):
 * ``"sts"``: one memory per span of ``sts_length`` consecutive tokens of every segment,
   ``Dense(concat(state of first token, state of last token))`` (M = N * ceil(L / sts_length)).
 * ``"entity"``: one memory per entity mention, ``Dense(concat(state at begin, state at end))``,
-  read from the static-shape ``mentions_*`` features that :func:`model.input.parse_pack` adds
+  read from the static-shape ``mentions_*`` features that :func:`model.pack_reader.parse_pack` adds
   with ``max_mentions`` (M = their length: ``max_memories`` = that ``max_mentions`` for a whole
   pack).
 
@@ -62,7 +62,7 @@ def mention_token_mask(features, num_segments: int, seq_length: int) -> tf.Tenso
   """int32 ``[N, L]``: 1 at every token inside a real mention, 0 elsewhere.
 
   Reads ``mentions_segment``, ``mentions_begin``, ``mentions_end`` (inclusive) and
-  ``mentions_mask`` (int ``[K]``, from :func:`model.input.parse_pack` with ``max_mentions``), so
+  ``mentions_mask`` (int ``[K]``, from :func:`model.pack_reader.parse_pack` with ``max_mentions``), so
   the shape is static; e.g. MemoryAttention's ``query_token_mask`` for the paper's sparse
   (entity-only) application.  A mention whose segment is outside ``[0, N)`` covers nothing.
   """
@@ -205,7 +205,7 @@ class ExtractMemories(keras.layers.Layer):
     missing = [k for k in MENTION_FEATURES if k not in features]
     if missing:
       raise ValueError(f"memory source 'entity' needs the features {missing}: read the packs "
-                       "with max_mentions set (model.input.make_dataset(..., max_mentions=K)).")
+                       "with max_mentions set (model.pack_reader.make_dataset(..., max_mentions=K)).")
     got = {k: tf.cast(features[k], tf.int32) for k in MENTION_FEATURES}
     for k, t in got.items():
       if t.shape.rank is not None and t.shape.rank != 1:

@@ -1,7 +1,7 @@
 """The labelling stage of free-form answers (NarrativeQA): spans of the document whose ROUGE-L
 against a reference answer is high (:mod:`pipelines.text.oracle`) become the answer spans.
 
-Same contract as :class:`pipelines.beam.answers.LabelAnswers`: Document in, the same Document
+Same contract as :class:`pipelines.beam.label_answers.LabelAnswers`: Document in, the same Document
 with ``question.answer_spans`` set out, plus ``stats`` and ``dead_letter`` outputs.  The word
 index of a text is built once and reused while the next documents hold the same text object
 (NarrativeQA's questions of one story come one after the other): ``answers/stories`` counts

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from pipelines.inspector import record_io
 from pipelines.inspector.decoder import build_tokenizer
-from pipelines.inspector.errors import InspectError
+from pipelines.inspector.inspect_error import InspectError
 from pipelines.inspector.html_view import render_html
 from pipelines.inspector.text_view import render_text
 from schemas import manifest as manifest_schema

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from pipelines.inspector.errors import InspectError
+from pipelines.inspector.inspect_error import InspectError
 
 
 def build_tokenizer(manifest: Optional[Dict[str, Any]] = None, vocab_file: Optional[str] = None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from pipelines.inspector.errors import InspectError
+from pipelines.inspector.inspect_error import InspectError
 from pipelines.inspector.record_io import ENTITY_TITLES_KEY, FILE_KEY, INDEX_KEY
 from schemas import records as records_schema
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, BinaryIO, Dict, List, Optional, Sequence, Tuple
 
-from pipelines.inspector.errors import InspectError
+from pipelines.inspector.inspect_error import InspectError
 from schemas import entities as entities_schema
 from schemas import manifest as manifest_schema
 from schemas import records_dir as records_dir_lib

@@ -14,7 +14,7 @@ import pytest
 
 from model import configs, predict
 from model import train_lib
-from model import input as input_lib
+from model import pack_reader as input_lib
 from pipelines import hotpotqa
 from pipelines.inspector import decoder, record_io, text_view
 from schemas import documents as documents_schema

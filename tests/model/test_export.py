@@ -143,7 +143,7 @@ def _entity_model_dir(model_dir: str, vocab_size: int, seq_length: int):
 
 @pytest.mark.slow
 def test_saved_model_serves_without_the_repository(tmp_path, capsys):
-  from model import input as input_lib
+  from model import pack_reader as input_lib
   from tests.model import packs
   records_dir = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
   model_dir = str(tmp_path / "model")

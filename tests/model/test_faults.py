@@ -25,7 +25,7 @@ from model import configs as configs_lib
 from model import train_lib
 from model import driver
 from model import faults
-from model import input as input_lib
+from model import pack_reader as input_lib
 from model import predict_lib
 from model import roberta_checkpoint
 from model import roberta_mapping

@@ -20,7 +20,7 @@ import tensorflow as tf
 from model import configs, decoding, evaluate, readtwice
 from model import train_lib
 from model import predict_lib
-from model import input as input_lib
+from model import pack_reader as input_lib
 from model.evaluation import hotpotqa, narrativeqa
 from schemas import documents as documents_lib
 from tests.model import packs

@@ -10,7 +10,7 @@ import pytest
 from model import configs, evaluate, predict
 from model import train_lib
 from model import book_memory
-from model import input as input_lib
+from model import pack_reader as input_lib
 from pipelines import narrativeqa
 from schemas import documents as documents_schema
 from tests.pipelines.datasets.narrativeqa.test_dataset import SAMPLES, make_layout

@@ -23,7 +23,7 @@ from schemas import cli as schema_cli
 from pipelines.beam import report as report_lib
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents import DocumentsToRecords
+from pipelines.beam.documents_to_records import DocumentsToRecords
 from pipelines.beam.read import INPUT_COUNT
 from pipelines.beam.stats import STATS
 from pipelines.entities.vocabulary import BuildEntityTables, VocabularyConfig

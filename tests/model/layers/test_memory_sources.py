@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import input as input_lib
+from model import pack_reader as input_lib
 from model.layers.memory import ExtractMemories, mention_token_mask
 from tests.model import packs
 

@@ -20,7 +20,7 @@ from pipelines import atomic_files, keys, provenance
 from pipelines.beam import manifest, spill, writer
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.dedup import SKIPPED, DeduplicateDocuments, source_order
-from pipelines.beam.labels import LABELS, CheckLabels, source_file
+from pipelines.beam.check_labels import LABELS, CheckLabels, source_file
 from pipelines.beam.progress import Progress
 from pipelines.beam.stats import STATS, BundleStats, Distribution, SumStats, split_stats
 from pipelines.document import Document, Question

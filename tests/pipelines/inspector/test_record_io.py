@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pipelines.inspector import cli, errors, record_io
+from pipelines.inspector import cli, inspect_error, record_io
 from schemas import manifest as manifest_schema
 from schemas import records, tfrecord_io
 from tests.pipelines.inspector.builders import make_pack, write_output
@@ -63,7 +63,7 @@ def test_manifests_of_dirs_read_together_must_agree(tmp_path, tokenizer):
   b = write_output(tmp_path / "b", [make_pack(tokenizer)], other)
   paths = record_io.match_paths([a, b])
   assert len(paths) == 2
-  with pytest.raises(errors.InspectError) as e:
+  with pytest.raises(inspect_error.InspectError) as e:
     record_io.read_manifest(paths)
   assert str(e.value) == (f"{tmp_path / 'b'} has tokenizer {other['fingerprint']!r} but "
                           f"{tmp_path / 'a'} has {desc['fingerprint']!r}; records trained "
@@ -81,7 +81,7 @@ def test_records_dir_shards_warnings_and_a_missing_shard(tmp_path, tokenizer):
   assert warnings == [f"{out} has no COMPLETED: the job that wrote it failed or is still "
                       "running; its records may be incomplete"]
   os.remove(shard)
-  with pytest.raises(errors.InspectError) as e:
+  with pytest.raises(inspect_error.InspectError) as e:
     record_io.records_dir_paths(out)
   assert str(e.value) == (f"1 shard(s) that {out}/manifest.json lists are missing, e.g. "
                           f"{shard}")

@@ -15,7 +15,7 @@ from schemas import example_proto, manifest as manifest_schema, records, tfrecor
 from pipelines import hotpotqa, runner
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.config import RecordsConfig
-from pipelines.beam.answers import LabelAnswers
+from pipelines.beam.label_answers import LabelAnswers
 from pipelines.beam.parse import ParseRecords
 from pipelines.beam.stats import STATS, Distribution, SumStats
 from pipelines.errors import user_error_message

@@ -11,7 +11,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from model.evaluation.triviaqa import normalize_answer as official
 from schemas import records
 from pipelines.beam.stats import STATS, Distribution, SumStats
-from pipelines.beam.answers import LabelAnswers
+from pipelines.beam.label_answers import LabelAnswers
 from pipelines.datasets.triviaqa.answers import find_alias_spans
 from pipelines.document import Document, Question
 from pipelines.datasets.triviaqa import answers as ta

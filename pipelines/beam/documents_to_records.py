@@ -11,7 +11,7 @@
 Each document's tokens cross Beam at most once (a reshuffle on distributed runners, so that
 tokenising spreads over workers); after segmentation only its small ``Entry`` does.  Memory is
 therefore bounded by a bundle and a shard, not by the input (see ``pipelines/beam/spill.py``).
-The stages live in their own modules (``labels``, ``dedup``, ``segment``, ``spill``,
+The stages live in their own modules (``label_answers``, ``check_labels``, ``dedup``, ``segment``, ``spill``,
 ``writer``, ``packing``, ``stats``, ``manifest``); this module only wires them.
 """
 
@@ -30,10 +30,10 @@ from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER, reason_key, to_json_line
 from pipelines.beam.dedup import (SKIPPED, DeduplicateDocuments, FindDuplicateIds,
                                   duplicate_ids_message)
-from pipelines.beam.labels import LABELS, CheckLabels
+from pipelines.beam.check_labels import LABELS, CheckLabels
 from pipelines.beam.manifest import RELEASE_CLAIM_KEY, write_manifest
 from pipelines.beam import spill
-from pipelines.beam.answers import LabelAnswers
+from pipelines.beam.label_answers import LabelAnswers
 from pipelines.beam.packing import SpilledPackEncoder, spilled_side_lines
 from pipelines.beam.segment import TokenizeAndSegment
 from pipelines.beam.stats import STATS, SumStats
