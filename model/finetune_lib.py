@@ -11,7 +11,7 @@ import sys
 import tensorflow as tf
 
 from model import driver
-from model import evaluate as evaluate_lib
+from model import evaluate_lib
 from model import flags
 from model import predict_lib
 from model import objectives
@@ -23,7 +23,7 @@ from model import training_data
 
 def dev_options(task: str, dev_dir: str) -> dict:
   """The ``model.evaluate`` options of the dev evaluation: those the dev records imply
-  (:func:`model.evaluate.records_options`: NarrativeQA's split, read from their manifest) and
+  (:func:`model.evaluate_lib.records_options`: NarrativeQA's split, read from their manifest) and
   the task's ``dev_options`` (NarrativeQA leaves out METEOR, which needs Java) -- for
   NarrativeQA dev records of ``--split valid``, ``{"split": "valid", "meteor": False}``, what
   ``model.evaluate --split valid --nometeor`` scores with."""
@@ -37,7 +37,7 @@ def dev_evaluation(task: str, dev_dir: str, dev_gold: str, reduction: str = "max
                    max_packs=None, memory_scope: str = "sub_document"):
   """``fn(model) -> metrics``: predicts ``dev_dir`` (as ``model.predict``) and scores the
   predictions against ``dev_gold`` exactly as ``python -m model.evaluate`` scores them: the same
-  function (:func:`model.evaluate.score`) with the options its flags would give
+  function (:func:`model.evaluate_lib.score`) with the options its flags would give
   (:func:`dev_options`, and the predictions' own, e.g. TriviaQA keys per page).  The gold file
   is read and checked with those options at once (EvaluationError), before any training; the
   evaluate warnings (gold entries without a prediction, unknown ids) go to stderr, each kind

@@ -23,7 +23,7 @@ Output (the task's :meth:`model.tasks.Task.predictions` of the :mod:`model.decod
 packs: ``max`` (best single span) or ``sum`` (logsumexp per normalised answer text).
 Python API: :func:`model.predict_lib.predict` (loads the model from ``model_dir``) and
 :func:`model.predict_lib.predict_with_model` (an already built model, e.g. for periodic dev
-evaluation during training; score its result with :func:`model.evaluate.score`).  Paths may be
+evaluation during training; score its result with :func:`model.evaluate_lib.score`).  Paths may be
 any ``tf.io.gfile`` path (local, ``gs://``).
 
 This module is the command (its flags, then :mod:`model.predict_lib`): its ``--help`` and

@@ -1,7 +1,7 @@
 """The library under ``python -m model.predict`` (:mod:`model.predict`, which documents the
 output formats per task): :func:`predict` (loads the model from ``model_dir``),
 :func:`predict_with_model` (an already built model, e.g. for periodic dev evaluation during
-training; score its result with :func:`model.evaluate.score`) and :func:`run`, the command's
+training; score its result with :func:`model.evaluate_lib.score`) and :func:`run`, the command's
 work once its flags are checked.  ``reduction`` aggregates a question's span candidates across
 its segments, sub-documents and packs: ``max`` (best single span) or ``sum`` (logsumexp per
 normalised answer text).  Paths may be any ``tf.io.gfile`` path (local, ``gs://``).
@@ -100,7 +100,7 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
   """Predicts the questions of ``records_dir`` with an already built (restored) ``model``.
 
   Returns the prediction object of the task (:meth:`model.tasks.Task.predictions`), ready for
-  :func:`model.evaluate.score`.  ``task`` and ``per_document`` follow the records
+  :func:`model.evaluate_lib.score`.  ``task`` and ``per_document`` follow the records
   (:func:`records_task`) when None; given, they must agree with them (PredictError).
   ``records_dir`` may be any ``tf.io.gfile`` path.  ``max_packs`` (None: all) reads only the
   first packs, in record order (questions cut off by the limit are predicted from the packs
@@ -233,7 +233,7 @@ def write_json_atomically(path: str, value) -> None:
 def run(prog: str, args: argparse.Namespace) -> int:
   """``model.predict``'s work (flags checked by :func:`model.predict.main`): writes the
   predictions, prints their summary (and, with ``--gold``, the metrics) line; exit status."""
-  from model import evaluate  # pylint: disable=g-import-not-at-top
+  from model import evaluate_lib as evaluate  # pylint: disable=g-import-not-at-top
 
   def body():
     # A gold file is scored with the options the records imply (NarrativeQA's split, from the

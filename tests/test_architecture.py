@@ -164,6 +164,34 @@ def test_no_import_circle(project):
   assert not found, found
 
 
+def commands(modules: Dict[str, str], sources: Dict[str, str]) -> Set[str]:
+  """The modules that run as commands (``python -m <module>``: an ``if __name__ ==
+  "__main__":`` block)."""
+  return {name for name, source in sources.items()
+          if re.search(r"^if __name__ == [\"']__main__[\"']:", source, re.M)}
+
+
+def command_imports(package: str, modules, sources) -> List[str]:
+  """``"<module> imports <command>"`` for each module of ``package`` that imports one of its
+  commands (other than itself): a command is a thin module over a library."""
+  runnable = {c for c in commands(modules, sources) if c.split(".")[0] == package}
+  found = []
+  for name, path in sorted(modules.items()):
+    if name.split(".")[0] != package:
+      continue
+    for imported in imported_names(sources[name], name, path.endswith("__init__.py")):
+      if imported in runnable and imported != name:
+        found.append(f"{name} imports {imported}")
+  return found
+
+
+def test_no_model_module_imports_a_command(project):
+  _, modules, sources = project
+  assert {"model.finetune", "model.predict", "model.evaluate"} <= commands(modules, sources)
+  found = command_imports("model", modules, sources)
+  assert not found, found
+
+
 # Folders whose modules are named after a dataset or a task, one per entry, on purpose.
 PER_ENTRY_FOLDERS = ("pipelines/datasets", "model/tasks", "model/evaluation")
 
@@ -209,6 +237,10 @@ def test_the_checks_find_what_they_look_for():
   graph = import_graph({"p": "p/__init__.py", "p.m": "p/m.py"},
                        {"p": "from p import m\n", "p.m": "from p import base\n"})
   assert graph == {"p": {"p.m"}, "p.m": set()} and circles(graph) == []
+  cmd = {"m.a": 'import sys\nif __name__ == "__main__":\n  sys.exit(0)\n',
+         "m.b": "from m import a\n", "m.a_lib": "x = 1\n"}
+  assert commands({k: k for k in cmd}, cmd) == {"m.a"}
+  assert command_imports("m", {k: k + ".py" for k in cmd}, cmd) == ["m.b imports m.a"]
   assert name_clashes(["pipelines/document.py", "pipelines/beam/documents.py",
                        "pipelines/beam/read.py", "pipelines/datasets/a/reader.py",
                        "pipelines/datasets/b/reader.py", "pipelines/x/__init__.py",

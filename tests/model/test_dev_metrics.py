@@ -4,7 +4,7 @@ For every registered task, `model.finetune_lib.dev_evaluation` (the callback the
 evaluation: its numbers go to the log, metrics.json, TensorBoard and pick `<model_dir>/best`) is
 run on fixed predictions -- with wrong, partial and missing answers, ids the gold file does not
 know and, for NarrativeQA, rows of other sets in `qaps.csv` -- and compared with
-`model.evaluate.run` on the same files with the flags a user gives `model.evaluate` (parsed by
+`model.evaluate_lib.run` on the same files with the flags a user gives `model.evaluate` (parsed by
 its own parser): the numbers must be equal.  The model's forward pass is replaced by the fixed
 predictions (`model.predict_lib.predict_with_model`); the records dirs are real (their manifest
 names the task and, for NarrativeQA, the split).
@@ -15,7 +15,7 @@ import os
 
 import pytest
 
-from model import evaluate
+from model import evaluate, evaluate_lib
 from model import predict_lib
 from model import finetune_lib
 from model import predict
@@ -132,7 +132,7 @@ def _fixed_predictions(monkeypatch, predictions, records_dir):
 def _evaluate_cli(task, preds, gold, flags):
   """What `python -m model.evaluate --task T --predictions P --gold G FLAGS` scores."""
   args = evaluate.parse_args(["--task", task, "--predictions", preds, "--gold", gold] + flags)
-  return evaluate.run(task, preds, gold, **evaluate.task_options(args))
+  return evaluate_lib.run(task, preds, gold, **evaluate.task_options(args))
 
 
 def test_every_task_has_a_case():
@@ -166,7 +166,7 @@ def test_narrativeqa_scores_only_the_dev_split(tmp_path, monkeypatch, base_recor
   _fixed_predictions(monkeypatch, predictions, records_dir)
   got = finetune_lib.dev_evaluation(task, records_dir, gold)("model")
   assert (got["n_gold"], got["n_answered"], got["n_missing"], got["n_ignored"]) == (3, 2, 1, 2)
-  all_rows = evaluate.run(task, preds, gold, meteor=False)
+  all_rows = evaluate_lib.run(task, preds, gold, meteor=False)
   assert all_rows["n_gold"] == 7 and all_rows["rouge_l"] < 0.8 * got["rouge_l"]
   assert finetune_lib.dev_options(task, records_dir) == {"split": "valid", "meteor": False}
 
@@ -175,7 +175,7 @@ def test_narrativeqa_dev_records_without_split(tmp_path, base_records):
   records_dir = _records(base_records, str(tmp_path / "records"), {"job": "narrativeqa"})
   gold = tmp_path / "qaps.csv"
   gold.write_text(NQA_GOLD)
-  with pytest.raises(evaluate.EvaluationError) as e:
+  with pytest.raises(evaluate_lib.EvaluationError) as e:
     finetune_lib.dev_evaluation("narrativeqa", records_dir, str(gold))
   message = str(e.value)
   assert "\n" not in message and message.startswith(f"{records_dir}: its manifest.json "
@@ -189,7 +189,7 @@ def test_gold_without_the_dev_split_fails_before_training(tmp_path, base_records
   gold = tmp_path / "qaps.csv"
   gold.write_text(NQA_HEADER + "".join(
       f'{d},{s},"{q}",{a1},{a2},q,a,b\r\n' for d, s, q, a1, a2 in NQA_ROWS if s != "valid"))
-  with pytest.raises(evaluate.EvaluationError) as e:
+  with pytest.raises(evaluate_lib.EvaluationError) as e:
     finetune_lib.dev_evaluation("narrativeqa", records_dir, str(gold))  # no model, no prediction
   assert str(e.value) == (f"gold file {gold}: no gold questions to score in split 'valid' "
                           "(its sets: ['test', 'train'])")

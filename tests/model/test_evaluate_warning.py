@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from model import evaluate
+from model import evaluate, evaluate_lib
 
 TRIVIA_GOLD = {"Domain": "Wikipedia", "VerifiedEval": False, "Version": 1.0, "Split": "dev",
                "Data": [{"QuestionId": q, "Question": "?",
@@ -86,9 +86,9 @@ def test_missing_predictions_warning_is_task_specific(tmp_path, capsys, task):
     assert warning.startswith("warning: 2 of 3 gold questions have no prediction")
     # NarrativeQA does not score 0 per se: it scores an empty answer.
     assert "empty answer" in warning and "score 0" not in warning
-  # The CLI prints exactly what evaluate.missing_warning says.
-  assert evaluate.missing_warning(task, complete) is None
-  assert evaluate.missing_warning(task, metrics) == warning
+  # The CLI prints exactly what evaluate_lib.missing_warning says.
+  assert evaluate_lib.missing_warning(task, complete) is None
+  assert evaluate_lib.missing_warning(task, metrics) == warning
 
 
 def test_hotpotqa_missing_sp_only_is_warned(tmp_path, capsys):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, decoding, evaluate, readtwice
+from model import configs, decoding, evaluate_lib, readtwice
 from model import train_lib
 from model import predict_lib
 from model import pack_reader as input_lib
@@ -189,24 +189,24 @@ def test_predict_and_evaluate_on_ram(dirs, tmp_path):
   ram_gold = _write(os.path.join(ram, "gold.json"), json.dumps(gold).encode("utf-8"))
   expected = hotpotqa.evaluate(json.loads(local_text), gold)
   assert expected["n_gold"] == 4
-  assert evaluate.run("hotpotqa", local_out, local_gold) == expected
-  assert evaluate.score("hotpotqa", got, ram_gold) == expected
-  assert evaluate.score("hotpotqa", got, local_gold) == expected
+  assert evaluate_lib.run("hotpotqa", local_out, local_gold) == expected
+  assert evaluate_lib.score("hotpotqa", got, ram_gold) == expected
+  assert evaluate_lib.score("hotpotqa", got, local_gold) == expected
   metrics_out = os.path.join(ram, "out", "metrics.json")
-  assert evaluate.run("hotpotqa", ram_out, ram_gold, metrics_out) == expected
+  assert evaluate_lib.run("hotpotqa", ram_out, ram_gold, metrics_out) == expected
   with tf.io.gfile.GFile(metrics_out) as f:
     assert f.read() == json.dumps(expected, sort_keys=True) + "\n"
-  with pytest.raises(evaluate.EvaluationError, match="cannot read predictions file ram:///"):
-    evaluate.run("hotpotqa", os.path.join(ram, "absent.json"), ram_gold)
-  with pytest.raises(evaluate.EvaluationError, match="cannot read gold file ram:///.*absent"):
-    evaluate.score("hotpotqa", got, os.path.join(ram, "absent.json"))
+  with pytest.raises(evaluate_lib.EvaluationError, match="cannot read predictions file ram:///"):
+    evaluate_lib.run("hotpotqa", os.path.join(ram, "absent.json"), ram_gold)
+  with pytest.raises(evaluate_lib.EvaluationError, match="cannot read gold file ram:///.*absent"):
+    evaluate_lib.score("hotpotqa", got, os.path.join(ram, "absent.json"))
   bad = _write(os.path.join(ram, "bad.json"), b"{not json")
-  with pytest.raises(evaluate.EvaluationError, match="not valid JSON"):
-    evaluate.run("hotpotqa", bad, ram_gold)
-  with pytest.raises(evaluate.EvaluationError, match='"answer"'):
-    evaluate.score("hotpotqa", {"sp": {}}, ram_gold)
-  with pytest.raises(evaluate.EvaluationError, match="unknown task"):
-    evaluate.score("squad", got, ram_gold)
+  with pytest.raises(evaluate_lib.EvaluationError, match="not valid JSON"):
+    evaluate_lib.run("hotpotqa", bad, ram_gold)
+  with pytest.raises(evaluate_lib.EvaluationError, match='"answer"'):
+    evaluate_lib.score("hotpotqa", {"sp": {}}, ram_gold)
+  with pytest.raises(evaluate_lib.EvaluationError, match="unknown task"):
+    evaluate_lib.score("squad", got, ram_gold)
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from model import configs, evaluate, predict
+from model import configs, evaluate, evaluate_lib, predict
 from model import train_lib
 from model import book_memory
 from model import pack_reader as input_lib
@@ -204,11 +204,11 @@ def test_finetune_with_whole_book_memory(tmp_path, capsys):
   assert final["final_eval"]["n_answered"] == 4
   # The dev metric is model.evaluate's on the same predictions: the test split's 8 rows of
   # qaps.csv (4 without records), not its train row.
-  from model import evaluate, predict  # pylint: disable=g-import-not-at-top
+  from model import predict  # pylint: disable=g-import-not-at-top
   preds = str(tmp_path / "preds.json")
   assert predict.main(["--records_dir", out, "--model_dir", model_dir, "--output", preds,
                        "--memory_scope", "book"]) == 0
-  want = evaluate.run("narrativeqa", preds, qaps, split="test", meteor=False)
+  want = evaluate_lib.run("narrativeqa", preds, qaps, split="test", meteor=False)
   assert want["n_gold"] == 8 and final["final_eval"] == pytest.approx(
       {k: float(v) for k, v in want.items() if isinstance(v, (int, float))}, rel=1e-6)
   with pytest.raises(SystemExit) as exit_info:

@@ -128,11 +128,11 @@ def test_finetune_cli_evaluates_keeps_best_and_stops_early(tmp_path, capsys):
   f1 = [e["eval"]["f1"] for e in evals]
   assert summary["best_metric"] == pytest.approx(max(f1) / 1.0)
   # The kept best model, predicted and scored by the CLIs, gives the best dev F1 again.
-  from model import evaluate, predict  # pylint: disable=g-import-not-at-top
+  from model import evaluate_lib, predict  # pylint: disable=g-import-not-at-top
   best = os.path.join(model_dir, "best")
   out = str(tmp_path / "p.json")
   assert predict.main(["--records_dir", records, "--model_dir", best, "--output", out]) == 0
-  assert evaluate.run("hotpotqa", out, gold)["f1"] == pytest.approx(max(f1))
+  assert evaluate_lib.run("hotpotqa", out, gold)["f1"] == pytest.approx(max(f1))
 
 
 @pytest.mark.slow
