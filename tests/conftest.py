@@ -54,6 +54,10 @@ LONGEST_FILES = (
     "tests/golden/test_job_outputs.py",
     "tests/pipelines/test_faults.py",
     "tests/pipelines/test_output_dirs.py",
+    # (collected last otherwise: one of them as the run's last file kept a core idle ~30 s)
+    "tests/synthetic/test_long_range_qa.py",
+    "tests/test_cli_contract.py",
+    "tests/readtwice/test_console.py",
 )
 
 

@@ -1,8 +1,6 @@
 """The realistic text of ``benchmarks/ner_throughput.py``: its mention density, and a carrier
 text in which no ruler pattern matches."""
 
-import spacy
-
 from benchmarks import ner_throughput
 from pipelines.entities import ner
 
@@ -31,5 +29,6 @@ def test_the_carrier_text_matches_no_pattern():
   texts = ner_throughput.realistic_texts([5000], PATTERNS, mention_every=10**9, seed=1)
   assert not list(ner.load_spacy("blank:en", PATTERNS)(texts[0]).ents)
   banned = {w for p in PATTERNS for w in p.lower().split()}
+  import spacy  # pylint: disable=g-import-not-at-top  (2.5 s: only where used)
   tokens = {t.lower_ for t in spacy.blank("en")(texts[0]) if t.is_alpha}
   assert not tokens & banned and "that" in tokens  # English function words, but no "the"

@@ -3,7 +3,6 @@
 import random
 
 import pytest
-import spacy
 
 from pipelines.entities import ner
 from pipelines.entities.ner import (ENTITY_LABEL, NerError, SpacyBackend, load_spacy,
@@ -24,6 +23,8 @@ def test_load_spacy_blank_and_missing_model():
 
 
 def test_ruler_goes_before_ner(monkeypatch):
+  import spacy  # pylint: disable=g-import-not-at-top  (2.5 s: only where used)
+
   def fake_load(name):
     nlp = spacy.blank("en")
     nlp.add_pipe("ner")
