@@ -17,7 +17,7 @@ The stages live in their own modules (``label_answers``, ``check_labels``, ``ded
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -187,3 +187,29 @@ class DocumentsToRecords(beam.PTransform):
                 *([beam.pvalue.AsSingleton(inputs["report_input"])]
                   if "report_input" in inputs else []),
                 max_error_fraction=cfg.max_error_fraction, allow_empty=cfg.allow_empty))
+
+
+def to_records(documents: beam.PCollection, *, dead_letters: Sequence[beam.PCollection],
+               stats: Sequence[beam.PCollection], input_count: beam.PCollection,
+               output_dir: str, config: RecordsConfig, header: Dict[str, Any],
+               reshuffle: bool = False, labeller: Optional[beam.PTransform] = None,
+               annotation: Optional[Any] = None, **more: beam.PCollection) -> beam.PCollection:
+  """The tail every dataset's job shares: the dead letters and the stats of its own stages
+  (read, parse, ...) flattened, then :class:`DocumentsToRecords` with the stats report
+  (:func:`pipelines.beam.report.write_report`) and, when ``annotation`` (an
+  :class:`pipelines.beam.annotate.AnnotationConfig`) is enabled, its entity annotation.
+  ``more``: the optional inputs of :class:`DocumentsToRecords` (``skipped``,
+  ``entity_table``, ``report_input``, ``other_files``).  Returns the PCollection holding the
+  manifest."""
+  from pipelines.beam import report  # pylint: disable=g-import-not-at-top
+  annotator = None
+  if annotation is not None and annotation.enabled:
+    from pipelines.beam.annotate import AnnotateDocuments  # pylint: disable=g-import-not-at-top
+    annotator = AnnotateDocuments(annotation)
+  dead = tuple(dead_letters) | "FlattenDeadLetters" >> beam.Flatten()
+  stats = tuple(stats) | "FlattenStats" >> beam.Flatten()
+  return ({"documents": documents, "dead_letters": dead, "stats": stats,
+           "input_count": input_count, **more}
+          | "ToRecords" >> DocumentsToRecords(output_dir, config, header, reshuffle=reshuffle,
+                                              labeller=labeller, report=report.write_report,
+                                              annotator=annotator))

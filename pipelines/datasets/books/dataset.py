@@ -19,10 +19,10 @@ import apache_beam as beam
 
 from pipelines import flags
 from pipelines.beam import report as report_lib
-from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
+from pipelines.beam.annotate import AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents_to_records import DocumentsToRecords
+from pipelines.beam.documents_to_records import to_records
 from pipelines.beam.files import ReadWholeFiles
 from pipelines.beam.parse import ParseRecords
 from pipelines.beam.read import INPUT_COUNT, RECORDS
@@ -48,12 +48,9 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
   """Adds the books job to ``p``; returns the PCollection holding the manifest."""
   raw = p | "ReadBooks" >> ReadWholeFiles(paths, reshuffle=reshuffle)
   parsed = raw[RECORDS] | "ParseBooks" >> ParseRecords(parse_file, "readtwice.books")
-  dead = (raw[DEAD_LETTER], parsed[DEAD_LETTER]) | "FlattenReadParseDead" >> beam.Flatten()
-  stats = (raw[STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
-  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
-          "input_count": raw[INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
-              output_dir, config, header, reshuffle=False, report=report_lib.write_report,
-              annotator=AnnotateDocuments(options) if options.enabled else None)
+  return to_records(parsed.documents, dead_letters=(raw[DEAD_LETTER], parsed[DEAD_LETTER]),
+                    stats=(raw[STATS], parsed[STATS]), input_count=raw[INPUT_COUNT],
+                    output_dir=output_dir, config=config, header=header, annotation=options)
 
 
 spec = DatasetSpec(

@@ -18,10 +18,10 @@ import apache_beam as beam
 from pipelines import flags
 from pipelines.beam import read, read_parquet
 from pipelines.beam import report as report_lib
-from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
+from pipelines.beam.annotate import AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents_to_records import DocumentsToRecords
+from pipelines.beam.documents_to_records import to_records
 from pipelines.beam.parse import ParseRecords
 from pipelines.beam.stats import STATS
 from pipelines.datasets import DatasetSpec
@@ -46,13 +46,10 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
                                                     split_bytes=config.json_split_bytes)
   parsed = raw[read.RECORDS] | "ParseHotpotQA" >> ParseRecords(reader.parse_record,
                                                                "readtwice.hotpotqa")
-  dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER])
-          | "FlattenReadParseDeadLetters" >> beam.Flatten())
-  stats = (raw[read.STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
-  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
-          "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
-              output_dir, config, header, reshuffle=reshuffle, report=report_lib.write_report,
-              annotator=AnnotateDocuments(options) if options.enabled else None)
+  return to_records(parsed.documents, dead_letters=(raw[DEAD_LETTER], parsed[DEAD_LETTER]),
+                    stats=(raw[read.STATS], parsed[STATS]), input_count=raw[read.INPUT_COUNT],
+                    output_dir=output_dir, config=config, header=header, reshuffle=reshuffle,
+                    annotation=options)
 
 
 spec = DatasetSpec(

@@ -27,10 +27,10 @@ from pipelines import flags
 from schemas import cli as schema_cli
 from pipelines.beam import read_parquet
 from pipelines.beam import report as report_lib
-from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
+from pipelines.beam.annotate import AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents_to_records import DocumentsToRecords
+from pipelines.beam.documents_to_records import to_records
 from pipelines.beam.oracle_labels import LabelWithOracle
 from pipelines.beam.read import INPUT_COUNT
 from pipelines.beam.stats import STATS
@@ -181,15 +181,12 @@ def _from_questions(questions, joined_inputs: Dict, output_dir: str,
   parsed = joined | "ReadStories" >> beam.ParDo(
       stages.StoryFn(options.context, stories_dir, config.data_paths)).with_outputs(
           DEAD_LETTER, STATS, main="documents")
-  dead = ((questions[DEAD_LETTER], parsed[DEAD_LETTER])
-          | "FlattenReadParseDead" >> beam.Flatten())
-  stats = (questions[STATS], parsed[STATS]) | "FlattenReadParseStats" >> beam.Flatten()
-  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
-          "input_count": questions[INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
-              output_dir, config, header, reshuffle=False,  # stories are spread, not copies
-              labeller=LabelWithOracle(options.oracle), report=report_lib.write_report,
-              annotator=(AnnotateDocuments(options.annotation) if options.annotation.enabled
-                         else None))
+  return to_records(parsed.documents,  # (no reshuffle: stories are spread, not copies)
+                    dead_letters=(questions[DEAD_LETTER], parsed[DEAD_LETTER]),
+                    stats=(questions[STATS], parsed[STATS]),
+                    input_count=questions[INPUT_COUNT], output_dir=output_dir, config=config,
+                    header=header, labeller=LabelWithOracle(options.oracle),
+                    annotation=options.annotation)
 
 
 spec = DatasetSpec(

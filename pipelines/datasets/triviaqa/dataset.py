@@ -29,10 +29,10 @@ from pipelines import flags
 from schemas import cli as schema_cli
 from pipelines.beam import inputs, read, read_parquet
 from pipelines.beam import report as report_lib
-from pipelines.beam.annotate import AnnotateDocuments, AnnotationConfig
+from pipelines.beam.annotate import AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents_to_records import DocumentsToRecords
+from pipelines.beam.documents_to_records import to_records
 from pipelines.beam.parse import ParseRecords
 from pipelines.beam.stats import STATS
 from pipelines.beam.label_answers import LabelAnswers
@@ -145,16 +145,12 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
       "readtwice.triviaqa")
   docs = parsed.documents | "Evidence" >> ReadEvidence(options.evidence_dir, reshuffle,
                                                          config.data_paths)
-  dead = ((raw[DEAD_LETTER], parsed[DEAD_LETTER], docs[DEAD_LETTER])
-          | "FlattenReadParseEvidenceDeadLetters" >> beam.Flatten())
-  stats = ((raw[read.STATS], parsed[STATS], docs[STATS])
-           | "FlattenReadParseEvidenceStats" >> beam.Flatten())
-  annotation = options.annotation
-  return {"documents": docs.documents, "dead_letters": dead, "stats": stats,
-          "input_count": raw[read.INPUT_COUNT]} | "ToRecords" >> DocumentsToRecords(
-              output_dir, config, header, reshuffle=False,
-              labeller=LabelAnswers(find_alias_spans), report=report_lib.write_report,
-              annotator=AnnotateDocuments(annotation) if annotation.enabled else None)
+  return to_records(docs.documents,
+                    dead_letters=(raw[DEAD_LETTER], parsed[DEAD_LETTER], docs[DEAD_LETTER]),
+                    stats=(raw[read.STATS], parsed[STATS], docs[STATS]),
+                    input_count=raw[read.INPUT_COUNT], output_dir=output_dir, config=config,
+                    header=header, labeller=LabelAnswers(find_alias_spans),
+                    annotation=options.annotation)
 
 
 spec = DatasetSpec(

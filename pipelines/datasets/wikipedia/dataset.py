@@ -23,7 +23,7 @@ from schemas import cli as schema_cli
 from pipelines.beam import report as report_lib
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
-from pipelines.beam.documents_to_records import DocumentsToRecords
+from pipelines.beam.documents_to_records import to_records
 from pipelines.beam.read import INPUT_COUNT
 from pipelines.beam.stats import STATS
 from pipelines.entities.vocabulary import BuildEntityTables, VocabularyConfig
@@ -117,15 +117,12 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
                                                     options.vocabulary.entity_partitions)
   tables = ({"links": parsed[LINKS], "redirects": parsed[REDIRECTS]}
             | "EntityTables" >> BuildEntityTables(output_dir, options.vocabulary))
-  dead = (read[DEAD_LETTER], parsed[DEAD_LETTER]) | "FlattenReadParseDead" >> beam.Flatten()
-  stats = ((read[STATS], parsed[STATS], tables["stats"])
-           | "FlattenReadParseStats" >> beam.Flatten())
-  return {"documents": parsed.documents, "dead_letters": dead, "stats": stats,
-          "input_count": read[INPUT_COUNT], "skipped": parsed[SKIPPED],
-          "entity_table": tables["entity_table"], "report_input": tables["vocabulary"],
-          "other_files": tables["files"],
-          } | "ToRecords" >> DocumentsToRecords(output_dir, config, header, reshuffle=False,
-                                                report=report_lib.write_report)
+  return to_records(parsed.documents, dead_letters=(read[DEAD_LETTER], parsed[DEAD_LETTER]),
+                    stats=(read[STATS], parsed[STATS], tables["stats"]),
+                    input_count=read[INPUT_COUNT], output_dir=output_dir, config=config,
+                    header=header, skipped=parsed[SKIPPED],
+                    entity_table=tables["entity_table"], report_input=tables["vocabulary"],
+                    other_files=tables["files"])
 
 
 spec = DatasetSpec(
