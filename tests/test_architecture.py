@@ -141,6 +141,22 @@ def project():
   return rules, modules, sources
 
 
+def test_every_file_the_page_names_exists():
+  """The record's path and the recipes name real files (``<name>``: a deployed dataset,
+  ``<task>``: a task, ``<benchmark>``: a benchmark, ``*``: any match)."""
+  import glob  # pylint: disable=g-import-not-at-top
+  text = ARCHITECTURE.read_text(encoding="utf-8")
+  named = set(re.findall(r"`([\w./<>*-]+/[\w./<>*-]*)`", text))
+  assert len(named) > 25, sorted(named)
+  missing = []
+  for path in sorted(named):
+    concrete = (path.replace("<name>", "hotpotqa").replace("<task>", "hotpotqa")
+                .replace("<benchmark>", "job_cost"))
+    if not glob.glob(str(REPO_ROOT / concrete)):
+      missing.append(path)
+  assert not missing, missing
+
+
 def test_the_table_names_the_layers_of_the_design():
   rules = layer_rules()
   assert {"schemas", "pipelines", "model", "benchmarks"} <= set(rules)
