@@ -265,7 +265,7 @@ def pretrain_one(job: Dict) -> Dict:
                                              PRETRAIN_HELDOUT_SEED + seed, g, exclude)
   source = training_data.GeneratedPacks(train, g.seq_length, g.segments_per_pack,
                                         ladder_tasks.VOCAB_SIZE)
-  task = objectives.PretrainTask(mc, masking_config())  # coreference: entity memories only
+  task = objectives.PretrainObjective(mc, masking_config())  # coreference: entity memories only
   tc = _train_config(seed, steps, job["learning_rate"], job["log_every"])
   losses = []
   run = trainer.Trainer(task, source, model_dir, mc, tc,
@@ -314,7 +314,7 @@ def run_one(job: Dict) -> Dict:
   dev, dev_meta = ladder_tasks.make_packs(rung, job["dev_packs"], seed=DEV_SEED + seed, g=g)
   source = training_data.GeneratedPacks(train, g.seq_length, g.segments_per_pack,
                                         ladder_tasks.VOCAB_SIZE)
-  task = objectives.FinetuneTask(mc, coref_weight=job.get("coref_weight", 0.0))
+  task = objectives.FinetuneObjective(mc, coref_weight=job.get("coref_weight", 0.0))
   first = {k: tf.constant(v[0]) for k, v in train.items()}
   init_fn = _restore_fn(job["init_from"]) if job.get("init_from") else None
   keras.utils.set_random_seed(seed)  # what the trainer does before it builds the model

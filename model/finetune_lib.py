@@ -84,7 +84,7 @@ def run(prog: str, args: argparse.Namespace) -> int:
           every=args.eval_every or max(1, epoch), best_metric=args.best_metric or
           tasks.get(args.task).best_metric, patience=args.patience or None)
     strategy = strategies.make_strategy(args.strategy, args.tpu)
-    summary = trainer_lib.Trainer(objectives.FinetuneTask(mc, args.coref_weight),
+    summary = trainer_lib.Trainer(objectives.FinetuneObjective(mc, args.coref_weight),
                                   [args.records_dir],
                                   args.model_dir, mc, tc, strategy=strategy,
                                   init_fn=driver.init_fn(args), evaluation=evaluation,

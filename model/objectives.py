@@ -1,12 +1,12 @@
 """What one training step reads and optimises: the fine-tuning and pretraining tasks.
 
-A :class:`Task` chooses the input features of the model, the in-pipeline preprocessing
+An :class:`Objective` chooses the input features of the model, the in-pipeline preprocessing
 (dynamic masking for pretraining, :mod:`model.masking`) and the losses / metrics of one step
 (:mod:`model.losses`); :class:`model.trainer.Trainer` runs it.
 
-* :class:`FinetuneTask`: question answering from the records' answer labels (span OR-loss,
+* :class:`FinetuneObjective`: question answering from the records' answer labels (span OR-loss,
   answer type, supporting heads; + the coreference loss on entity memories when asked).
-* :class:`PretrainTask`: masked LM with masks drawn per pack in the input pipeline + the
+* :class:`PretrainObjective`: masked LM with masks drawn per pack in the input pipeline + the
   coreference loss on entity memories (the paper's auxiliary pre-training task).
 """
 
@@ -42,7 +42,7 @@ def _noop_rate(outputs: Mapping[str, tf.Tensor]) -> tf.Tensor:
   return sums[0] / tf.maximum(sums[1], 1.0)
 
 
-class Task:
+class Objective:
   """What one training step reads and optimises.
 
   ``prepare(ds, seed)`` maps the parsed-pack dataset to the model's numeric input dicts;
@@ -102,7 +102,7 @@ class Task:
     raise NotImplementedError
 
 
-class FinetuneTask(Task):
+class FinetuneObjective(Objective):
   """Question answering: span OR-loss, answer type and supporting heads, from the records'
   answer labels (+ the coreference loss on entity memories when ``coref_weight`` > 0)."""
 
@@ -130,7 +130,7 @@ class FinetuneTask(Task):
     return {k: out[k] for k in self.loss_keys}, stats
 
 
-class PretrainTask(Task):
+class PretrainObjective(Objective):
   """Masked LM with dynamic masking in the input pipeline (:mod:`model.masking`) + the
   coreference loss on entity memories.
 

@@ -23,7 +23,7 @@ from model import training_data
 EVAL_SEED = 12345  # the held-out masks: one fixed draw, the same for every model compared
 
 
-def mlm_evaluation(model, records_dirs: Sequence[str], task: objectives.PretrainTask,
+def mlm_evaluation(model, records_dirs: Sequence[str], task: objectives.PretrainObjective,
                    max_packs: Optional[int] = None, seed: int = EVAL_SEED) -> Dict[str, float]:
   """Masked-LM metrics of ``model`` on ``records_dirs`` with fixed masks (one pass).
 
@@ -76,7 +76,7 @@ def run(prog: str, args: argparse.Namespace) -> int:
   except (training_data.TrainingError, ValueError, OSError) as e:  # records, configs, masking
     return flags.fail(prog, str(e))
   try:
-    task = objectives.PretrainTask(mc, masking, coref_weight=args.coref_weight)
+    task = objectives.PretrainObjective(mc, masking, coref_weight=args.coref_weight)
     evaluation = None
     if args.dev_records_dir:
       def evaluate(model):

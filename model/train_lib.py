@@ -54,7 +54,7 @@ def train(records_dir: str, model_dir: str,
   tc = train_config or configs_lib.TrainConfig()
   mc = model_config or config_from_manifest(records_dir, "tiny")
   log_fn = log_fn or (lambda d: print(json.dumps(d), flush=True))
-  return trainer_lib.Trainer(objectives.FinetuneTask(mc), [records_dir], model_dir, mc, tc,
+  return trainer_lib.Trainer(objectives.FinetuneObjective(mc), [records_dir], model_dir, mc, tc,
                              log_fn=log_fn, allow_schedule_change=allow_schedule_change).run()
 
 

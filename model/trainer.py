@@ -10,7 +10,7 @@
   losses, so R replicas compute what one device computes.
 * **Loop**: ``steps_per_loop`` steps run inside one ``tf.function`` call (one host round trip).
   Gradients are summed over replicas, then clipped (:mod:`model.optimization`).
-* **Tasks** (:mod:`model.objectives`: ``FinetuneTask``, ``PretrainTask``) choose the input
+* **Tasks** (:mod:`model.objectives`: ``FinetuneObjective``, ``PretrainObjective``) choose the input
   features, the in-pipeline preprocessing (dynamic masking) and the losses / metrics of one
   step.
 * **Checkpoints**: ``tf.train.CheckpointManager`` (``ckpt-<step>``, ``max_checkpoints`` kept)
@@ -74,7 +74,7 @@ from model import optimization
 from model import progress as progress_lib
 from model import readtwice
 from model import strategies
-from model.objectives import Task
+from model.objectives import Objective
 from model.training_data import (GeneratedPacks, TrainingError, read_manifests,
                                  records_dataset)
 from schemas import safe_json
@@ -108,10 +108,11 @@ def _fingerprint(pack: Mapping[str, tf.Tensor]) -> tf.Tensor:
 
 
 class Trainer:
-  """Runs ``train_config.steps`` steps of ``task`` on ``records_dirs`` (see module docstring).
+  """Runs ``train_config.steps`` steps of ``objective`` on ``records_dirs`` (see module docstring).
 
   Args:
-    task: a :class:`model.objectives.Task`.
+    objective: a :class:`model.objectives.Objective` (what is learned: fine-tuning's span loss
+      or pre-training's masked LM; not a QA task of :mod:`model.tasks`).
     records_dirs: pipeline output dirs (their manifests must agree; see
       :func:`model.training_data.read_manifests`), or a
       :class:`model.training_data.GeneratedPacks`.
@@ -132,7 +133,7 @@ class Trainer:
       (:class:`model.book_memory.TrainingBookMemory`; not on TPUs).
   """
 
-  def __init__(self, task: Task, records_dirs: Union[Sequence[str], GeneratedPacks],
+  def __init__(self, objective: Objective, records_dirs: Union[Sequence[str], GeneratedPacks],
                model_dir: str,
                model_config: configs_lib.ModelConfig, train_config: configs_lib.TrainConfig,
                strategy: Optional[tf.distribute.Strategy] = None,
@@ -141,7 +142,7 @@ class Trainer:
                log_fn: Optional[Callable[[Dict], None]] = None,
                log_batches: bool = False, allow_schedule_change: bool = True,
                memory_scope: str = "sub_document", book_memory_refresh: int = 100):
-    self.task = task
+    self.objective = objective
     self.generated = records_dirs if isinstance(records_dirs, GeneratedPacks) else None
     self.records_dirs = [] if self.generated else list(records_dirs)
     self.model_dir = model_dir
@@ -218,12 +219,12 @@ class Trainer:
     # version is the user's error), which should not wait for the model's build.  (Seeded
     # explicitly: it draws nothing from the global seed that the model's initialisers use.)
     if self.memory_scope == "book" and self.mc.use_memory and not self.generated:
-      self.task.keep_keys = book_memory.BOOK_FEATURES
+      self.objective.keep_keys = book_memory.BOOK_FEATURES
     if self.generated:
       ds = self.generated.dataset(shuffle=self.tc.shuffle, seed=self.tc.seed)
     else:
       ds = records_dataset(self.records_dirs, self.manifests, shuffle=self.tc.shuffle,
-                           repeat=True, seed=self.tc.seed, max_mentions=self.task.max_mentions)
+                           repeat=True, seed=self.tc.seed, max_mentions=self.objective.max_mentions)
     r = self.strategy.num_replicas_in_sync
     with self.strategy.scope():
       self.model = readtwice.build_model(self.mc, self.seq_length, self.segments_per_pack // r)
@@ -236,7 +237,7 @@ class Trainer:
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
       self.best = tf.Variable(-math.inf, dtype=tf.float64, trainable=False, name="best_metric")
       self.stale = tf.Variable(0, dtype=tf.int64, trainable=False, name="stale_evaluations")
-    ds = self.task.prepare(ds, self.tc.seed).prefetch(2)
+    ds = self.objective.prepare(ds, self.tc.seed).prefetch(2)
     self.iterator = iter(ds)
     self.checkpoint = tf.train.Checkpoint(model=self.model, optimizer=self.optimizer,
                                           step=self.step, best_metric=self.best,
@@ -259,7 +260,7 @@ class Trainer:
       if isinstance(self.strategy, tf.distribute.TPUStrategy):
         raise TrainingError("--memory_scope book trains on CPUs and GPUs, not TPUs (its "
                             "memory store is looked up on the host)")
-      mentions = self.task.max_mentions
+      mentions = self.objective.max_mentions
 
       def packs():
         ds = records_dataset(self.records_dirs, self.manifests, shuffle=False, repeat=False,
@@ -278,18 +279,18 @@ class Trainer:
     return self.model
 
   def _train_loop_fn(self):
-    model, optimizer, task, tc, strategy = (self.model, self.optimizer, self.task, self.tc,
-                                            self.strategy)
+    model, optimizer, objective, tc, strategy = (self.model, self.optimizer, self.objective,
+                                                 self.tc, self.strategy)
     forward = self._forward()
     variables = model.trainable_variables
 
     def replica_step(features):
       with tf.GradientTape() as tape:
         outputs = forward(features, training=True)
-        losses, stats = task.step_metrics(outputs, features)
+        losses, stats = objective.step_metrics(outputs, features)
       grads = tape.gradient(losses["total"], variables)
       grads = optimization.sum_and_clip(grads, tc.clipnorm)
-      # Heads the task does not use (the MLM head when fine-tuning, the QA heads when
+      # Heads the objective does not use (the MLM head when fine-tuning, the QA heads when
       # pretraining) have no gradient; they are left out rather than warned about.
       optimizer.apply_gradients([(g, v) for g, v in zip(grads, variables) if g is not None])
       return losses, stats
@@ -303,7 +304,7 @@ class Trainer:
     else:
       replica_step = tf.autograph.experimental.do_not_convert(replica_step)
 
-    keys = task.loss_keys + task.stat_keys
+    keys = objective.loss_keys + objective.stat_keys
 
     @tf.function
     def train_loop(iterator, n):
@@ -421,7 +422,7 @@ class Trainer:
     else:
       return None
     summary = dict(saved) if saved else {
-        "summary": True, "task": self.task.name, "steps": step, "checkpoint": latest,
+        "summary": True, "task": self.objective.name, "steps": step, "checkpoint": latest,
         "model_dir": self.model_dir}
     summary.setdefault("losses", [])
     summary["already_finished"] = True
@@ -536,7 +537,7 @@ class Trainer:
             flush=True)
     has_best = bool(self.evaluation and self.evaluation.best_metric and evaluations)
     summary = {
-        "summary": True, "task": self.task.name, "steps": step, "planned_steps": tc.steps,
+        "summary": True, "task": self.objective.name, "steps": step, "planned_steps": tc.steps,
         "resumed_from_step": start_step if self.resumed_from else None,
         "first_loss": history[0]["loss"] if history else None,
         "last_loss": history[-1]["loss"] if history else None,

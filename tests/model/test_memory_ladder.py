@@ -187,16 +187,16 @@ def test_trainer_trains_on_generated_packs_and_finetuning_leaves_out_coref(tmp_p
   tc = configs.TrainConfig(learning_rate=1e-3, steps=3, checkpoint_every=3, log_every=1,
                            max_checkpoints=1)
   source = training_data.GeneratedPacks(train, g.seq_length, g.segments_per_pack, lt.VOCAB_SIZE)
-  task = objectives.FinetuneTask(mc)
+  task = objectives.FinetuneObjective(mc)
   assert "coref" not in task.loss_keys  # the paper's coreference loss is for pre-training
   summary = trainer.Trainer(task, source, str(tmp_path / "m"), mc, tc,
                             log_fn=lambda m: None).run()
   assert summary["steps"] == 3 and np.isfinite(summary["last_loss"])
   assert tf.train.latest_checkpoint(str(tmp_path / "m")).endswith("ckpt-3")
-  with_coref = objectives.FinetuneTask(mc, coref_weight=1.0)
+  with_coref = objectives.FinetuneObjective(mc, coref_weight=1.0)
   assert "coref" in with_coref.loss_keys
   with pytest.raises(ValueError, match="coref_weight"):
-    objectives.FinetuneTask(mc, coref_weight=-1.0)
+    objectives.FinetuneObjective(mc, coref_weight=-1.0)
   # A generated source whose geometry does not fit the model is refused like records are.
   small = configs.ModelConfig(**dict(mc.to_dict(), max_seq_length=16))
   with pytest.raises(training_data.TrainingError, match="max_seq_length"):

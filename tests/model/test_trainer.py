@@ -86,7 +86,7 @@ def test_pretrain_cli_learns_masked_lm_and_writes_checkpoints(wiki_records, tmp_
 def test_mlm_evaluation_counts_are_a_hand_computation(wiki_records):
   """Held-out metrics equal NumPy over the model's own logits on the same fixed masks."""
   mc = configs.config_from_manifest(training_data.read_manifests([wiki_records])[0], "tiny_e")
-  task = objectives.PretrainTask(mc, objectives.masking_config(
+  task = objectives.PretrainObjective(mc, objectives.masking_config(
       training_data.read_manifests([wiki_records])[0]))
   from model import readtwice  # pylint: disable=g-import-not-at-top
   tf.keras.utils.set_random_seed(0)
@@ -251,8 +251,8 @@ def _mirrored_vs_one_device(kind, records, work_dir):
   manifest = training_data.read_manifests([records])[0]
   mc = configs.config_from_manifest(manifest, "tiny_e" if kind == "pretrain" else "tiny")
   tc = configs.TrainConfig(learning_rate=3e-3, steps=4, seed=3, clipnorm=0.05)  # clipping on
-  task = (objectives.PretrainTask(mc, objectives.masking_config(manifest)) if kind == "pretrain"
-          else objectives.FinetuneTask(mc))
+  task = (objectives.PretrainObjective(mc, objectives.masking_config(manifest)) if kind == "pretrain"
+          else objectives.FinetuneObjective(mc))
   logs = {}
   for name in ("cpu", "mirrored"):
     logged = []
