@@ -165,29 +165,26 @@ class BookMemoryStore:
         t = self._tables.get((key, sub))
         if t is None:
           continue
+        n = len(t["position"])
         parts.append({"memories": t["memories"], "position": t["position"],
-                      "entity_id": t["entity_id"],
-                      "document": np.full(len(t["position"]), entry["book"], np.int32)})
+                      "entity_id": t["entity_id"], "mask": np.ones(n, np.int32),
+                      "document": np.full(n, entry["book"], np.int32)})
     n = sum(len(p["position"]) for p in parts)
     size = capacity if capacity is not None else max(64, -(-n // 64) * 64)
     if n > size:
       raise ValueError(f"a pack's books have {n} memories in other packs, more than the external "
                        f"table's capacity {size} (raise --max_book_memories)")
-    out = {"external_memories": np.zeros([size, hidden_size], np.float32),
-           "external_document": np.full([size], -1, np.int32),
-           "external_position": np.zeros([size], np.int32),
-           "external_mask": np.zeros([size], np.int32),
-           "external_entity_id": np.zeros([size], np.int32)}
+    columns = {"memories": np.zeros([size, hidden_size], np.float32),
+               "document": np.full([size], -1, np.int32), "position": np.zeros([size], np.int32),
+               "mask": np.zeros([size], np.int32), "entity_id": np.zeros([size], np.int32)}
     at = 0
     for p in parts:
       m = len(p["position"])
-      out["external_memories"][at:at + m] = p["memories"]
-      out["external_document"][at:at + m] = p["document"]
-      out["external_position"][at:at + m] = p["position"]
-      out["external_mask"][at:at + m] = 1
-      out["external_entity_id"][at:at + m] = p["entity_id"]
+      for field in memory_table.FIELDS:
+        columns[field][at:at + m] = p[field]
       at += m
-    return out
+    return {key: columns[field]
+            for field, key in zip(memory_table.FIELDS, memory_table.EXTERNAL_KEYS)}
 
 
 def spans_packs(book_packs: Mapping[BookKey, set]) -> set:
@@ -314,7 +311,7 @@ class TrainingBookMemory(BookMemory):
                                [tf.float32, tf.int32, tf.int32, tf.int32, tf.int32],
                                stateful=True)
     for key, value in zip(EXTERNAL_KEYS, values):
-      value.set_shape([self.capacity, self.hidden_size] if key == "external_memories"
+      value.set_shape([self.capacity, self.hidden_size] if key == EXTERNAL_KEYS[0]
                       else [self.capacity])
       out[key] = value
     for key in ("document_id", "question_id", "sub_document_index", "num_sub_documents"):

@@ -233,7 +233,7 @@ def write_json_atomically(path: str, value) -> None:
 def run(prog: str, args: argparse.Namespace) -> int:
   """``model.predict``'s work (flags checked by :func:`model.predict.main`): writes the
   predictions, prints their summary (and, with ``--gold``, the metrics) line; exit status."""
-  from model import evaluate_lib as evaluate  # pylint: disable=g-import-not-at-top
+  from model import evaluate_lib  # pylint: disable=g-import-not-at-top
 
   def body():
     # A gold file is scored with the options the records imply (NarrativeQA's split, from the
@@ -242,7 +242,7 @@ def run(prog: str, args: argparse.Namespace) -> int:
     if args.gold:
       manifest = input_lib.read_manifest(args.records_dir)
       if tasks.task_name(manifest) in tasks.names():  # else predict() says what is wrong
-        gold_options = evaluate.records_options(tasks.task_name(manifest), manifest,
+        gold_options = evaluate_lib.records_options(tasks.task_name(manifest), manifest,
                                                 args.records_dir)
     preds = predict(args.records_dir, args.model_dir, args.output, args.top_k,
                     args.max_answer_tokens, args.sp_threshold, args.checkpoint, task=args.task,
@@ -253,14 +253,14 @@ def run(prog: str, args: argparse.Namespace) -> int:
     print(json.dumps({"output": args.output, "task": task, "reduction": args.reduction,
                       "predictions": count}), flush=True)
     if args.gold:
-      metrics = evaluate.run(task, args.output, args.gold, **gold_options,
+      metrics = evaluate_lib.run(task, args.output, args.gold, **gold_options,
                              **score_options(task, preds))
-      evaluate.print_warnings(task, metrics)
+      evaluate_lib.print_warnings(task, metrics)
       return metrics
     return None
 
   return cli.run_command(prog, body, (PredictError, input_lib.RecordsError,
-                                      training_data.TrainingError, evaluate.EvaluationError,
+                                      training_data.TrainingError, evaluate_lib.EvaluationError,
                                       FileNotFoundError, manifest_lib.ManifestError,
                                       records.SchemaVersionError, safe_json.JsonTooDeepError),
                          message_of=lambda e: input_lib.records_error(e, [args.records_dir]))

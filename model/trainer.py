@@ -10,9 +10,9 @@
   losses, so R replicas compute what one device computes.
 * **Loop**: ``steps_per_loop`` steps run inside one ``tf.function`` call (one host round trip).
   Gradients are summed over replicas, then clipped (:mod:`model.optimization`).
-* **Tasks** (:mod:`model.objectives`: ``FinetuneObjective``, ``PretrainObjective``) choose the input
-  features, the in-pipeline preprocessing (dynamic masking) and the losses / metrics of one
-  step.
+* **Objectives** (:mod:`model.objectives`: ``FinetuneObjective``, ``PretrainObjective``) choose
+  the input features, the in-pipeline preprocessing (dynamic masking) and the losses / metrics
+  of one step.
 * **Checkpoints**: ``tf.train.CheckpointManager`` (``ckpt-<step>``, ``max_checkpoints`` kept)
   holding the model, the optimizer, the step, the early-stopping state and the input iterator
   (tf.data iterator checkpointing: shuffle buffers, the epoch position and the masking

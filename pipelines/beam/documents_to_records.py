@@ -25,6 +25,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import documents as documents_schema
 from schemas import manifest as manifest_schema
 from pipelines import keys
+from pipelines.beam import report as report_lib
 from pipelines.beam import writer
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER, reason_key, to_json_line
@@ -201,7 +202,6 @@ def to_records(documents: beam.PCollection, *, dead_letters: Sequence[beam.PColl
   ``more``: the optional inputs of :class:`DocumentsToRecords` (``skipped``,
   ``entity_table``, ``report_input``, ``other_files``).  Returns the PCollection holding the
   manifest."""
-  from pipelines.beam import report  # pylint: disable=g-import-not-at-top
   annotator = None
   if annotation is not None and annotation.enabled:
     from pipelines.beam.annotate import AnnotateDocuments  # pylint: disable=g-import-not-at-top
@@ -211,5 +211,5 @@ def to_records(documents: beam.PCollection, *, dead_letters: Sequence[beam.PColl
   return ({"documents": documents, "dead_letters": dead, "stats": stats,
            "input_count": input_count, **more}
           | "ToRecords" >> DocumentsToRecords(output_dir, config, header, reshuffle=reshuffle,
-                                              labeller=labeller, report=report.write_report,
+                                              labeller=labeller, report=report_lib.write_report,
                                               annotator=annotator))
