@@ -14,7 +14,9 @@ for without the book fact ``distance`` segments away, so a reader of single segm
 chance (EM 1/M).  It goes through the real jobs (``pipelines.wikipedia`` for the entity
 vocabulary, ``pipelines.hotpotqa`` with spaCy + alias linking for the entity mentions).
 
-Then, for every model and seed, the user's commands, each in its own process:
+Then, for every model and seed, the user's commands (their ``main(argv)``, as ``python -m``
+runs them), one (model, seed) run after another in each of ``--parallel`` worker processes, so
+TensorFlow loads once per worker, not once per command:
 
   python -m model.finetune --task hotpotqa --preset tiny_<model> --records_dir records_train \
       --model_dir M --steps N --learning_rate LR --seed S --optimizer adamw
@@ -53,11 +55,14 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
+import importlib
+import io
 import json
+import multiprocessing
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -84,20 +89,38 @@ LABELS = {"e": "ReadTwice(E)", "e_ss": "E(SS)", "plain": "plain encoder",
           "cls": "ReadTwice(CLS)", "e_book": "E, book scope"}
 
 
-def _run(cmd: List[str], log_path: str, threads: int) -> List[str]:
-  """Runs ``cmd`` (a ``python -m`` command) in ROOT; its stdout lines; exits on failure."""
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=ROOT)
-  if threads:
-    env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS=str(threads))
-  proc = subprocess.run([sys.executable] + cmd, cwd=ROOT, env=env, capture_output=True,
-                        text=True, check=False)
+class CommandFailed(RuntimeError):
+  """A command of a run exited non-zero (the message names it and its log)."""
+
+
+def _run(cmd: List[str], log_path: str) -> List[str]:
+  """Runs ``cmd`` (``["-m", module, *argv]``) in this process as ``python -m`` would (the
+  module's ``main(argv)``), its stdout and stderr appended to ``log_path``; its stdout lines.
+  Raises :class:`CommandFailed` on a non-zero exit."""
+  assert cmd[0] == "-m", cmd
+  module, argv = cmd[1], cmd[2:]
+  out, err = io.StringIO(), io.StringIO()
+  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    try:
+      status = importlib.import_module(module).main(argv)
+    except SystemExit as e:  # a usage error (argparse) or a command that exits
+      status = e.code if isinstance(e.code, int) else (e.code is not None)
+      if e.code is not None and not isinstance(e.code, int):
+        err.write(f"{e.code}\n")
   with open(log_path, "a", encoding="utf-8") as f:
-    f.write(f"$ python {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}\n")
-  if proc.returncode:
-    sys.stderr.write(proc.stderr[-3000:])
-    raise SystemExit(f"`python {' '.join(cmd[:3])} ...` failed ({proc.returncode}); see "
-                     f"{log_path}")
-  return proc.stdout.strip().splitlines()
+    f.write(f"$ python {' '.join(cmd)}\n{out.getvalue()}\n{err.getvalue()}\n")
+  if status:
+    raise CommandFailed(f"`python {' '.join(cmd[:3])} ...` failed ({status}): "
+                        f"{err.getvalue()[-3000:]}\nsee {log_path}")
+  return out.getvalue().strip().splitlines()
+
+
+def _init_worker(threads: int) -> None:
+  """A run's worker process: TensorFlow's thread pools (set before it loads) and its logs."""
+  os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+  if threads:
+    os.environ.update(TF_NUM_INTRAOP_THREADS=str(threads),
+                      TF_NUM_INTEROP_THREADS=str(threads))
 
 
 def _json_lines(lines: Sequence[str]) -> List[Dict]:
@@ -188,14 +211,14 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
                 "--warmup_fraction", "0.1", "--optimizer", "adamw", "--seed", str(seed),
                 "--log_every", str(args.log_every), "--steps_per_loop", str(args.log_every),
                 "--checkpoint_every", str(args.steps)],
-               log, args.threads)
+               log)
   logged = _json_lines(lines)
   steps = [d for d in logged if "step" in d and "loss" in d and not d.get("summary")]
   preds = os.path.join(run_dir, "predictions.json")
   _run(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", model_dir,
-        "--output", preds, *scope], log, args.threads)
+        "--output", preds, *scope], log)
   metrics = json.loads(_run(["-m", "model.evaluate", "--task", "hotpotqa", "--predictions",
-                             preds, "--gold", paths["dev"]], log, 0)[-1])
+                             preds, "--gold", paths["dev"]], log)[-1])
   with open(preds, encoding="utf-8") as f:
     predictions = json.load(f)
   by_distance = scores_by_distance(predictions, docs_meta)
@@ -206,7 +229,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
     view = own_segment_view(model_dir, os.path.join(run_dir, "own_segment_view"))
     blocked_preds = os.path.join(run_dir, "predictions_own_segment_only.json")
     _run(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", view,
-          "--output", blocked_preds, *scope], log, args.threads)
+          "--output", blocked_preds, *scope], log)
     with open(preds, encoding="utf-8") as f, open(blocked_preds, encoding="utf-8") as g:
       full, own = json.load(f)["answer"], json.load(g)
     blocked = answer_scores(own, docs_meta)
@@ -217,7 +240,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   # the probe reads each sub-document alone.)
   if model == "e" and not data["params"].get("sub_document_segments"):
     probe = json.loads(_run(["-m", "benchmarks.memory_probe", "--model_dir",
-                             model_dir, "--data_dir", data["out_dir"]], log, args.threads)[-1])
+                             model_dir, "--data_dir", data["out_dir"]], log)[-1])
   return {"probe": probe, "blocked": blocked, "choice": choice, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
           "by_distance": by_distance,
           "curve": [(d["step"], d["loss"]) for d in steps],
@@ -323,13 +346,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                   for m in models}
   jobs = [(m, s) for s in range(args.seeds) for m in models]
   results: Dict[str, List[Dict]] = {m: [] for m in models}
-  with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+  # Worker processes (spawned: a fresh interpreter, not a fork of this one), each running
+  # its share of the (model, seed) runs one after another.
+  with concurrent.futures.ProcessPoolExecutor(
+      max_workers=min(args.parallel, len(jobs)), initializer=_init_worker,
+      initargs=(args.threads,), mp_context=multiprocessing.get_context("spawn")) as pool:
     futures = {pool.submit(train_and_score, m, s, data, args,
                            os.path.join(out, "runs", f"{m}_seed{s}"), docs_meta,
                            config_paths[m]): (m, s)
                for m, s in jobs}
     for fut in concurrent.futures.as_completed(futures):
-      r = fut.result()
+      try:
+        r = fut.result()
+      except CommandFailed as e:
+        for other in futures:
+          other.cancel()
+        sys.stderr.write(f"{e}\n")
+        raise SystemExit(f"memory_gap: {futures[fut][0]} seed {futures[fut][1]}: a command "
+                         "failed (above)") from None
       results[r["model"]].append(r)
       noop = "" if r["noop_rate"] is None else f"  no-op {r['noop_rate']:.3f}"
       if r["blocked"]:

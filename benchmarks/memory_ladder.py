@@ -32,6 +32,9 @@ they are run).
 
 Defaults (24 pre-trainings of 2,000 steps, then 102 fine-tunings) take ~29 minutes on 2 quiet
 cores (pre-training ~11 of them; cached checkpoints skip it); ``--quick`` ~2 minutes.
+
+Why this module is over 500 lines: one experiment; its pre-training, fine-tuning, evaluation
+and report share the world geometry, the seeds and the cache keys of a run.
 """
 
 from __future__ import annotations

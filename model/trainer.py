@@ -52,6 +52,9 @@
   (...)`` line on stderr, and the summary is the one of ``metrics.json`` with
   ``already_finished: true``.  An interrupted run (its last checkpoint before ``steps``)
   resumes.
+
+Why this module is over 500 lines: one class, the loop of one run, whose checkpoints, resume,
+evaluations and logs share that run's step, iterator and early-stopping state.
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@
 * Logging: the ``pipelines`` logger (progress, what is read and written) and Beam's Dataflow
   runner (job id and monitoring-console URL) log at INFO on stderr, everything else at WARNING
   (``--log_level`` changes the level of ours).  The last stdout line is the JSON summary.
+
+Why this module is over 500 lines: a job's life from its command line to its summary is one
+path (options, local workers, stop signals, errors), and the stop-signal handlers must reach
+the local worker processes that the pipeline started (their process group).
 """
 
 from __future__ import annotations

@@ -23,6 +23,10 @@ One contract, whatever the command:
   TensorFlow prints while loading still is.
 
 TF-free: the pipelines import it too.
+
+Why this module is over 500 lines: it is the command-line contract above in one place; every
+command applies all of it, and its parts (parser, output checks, stop signals, stderr filter)
+are small.
 """
 
 from __future__ import annotations

@@ -26,6 +26,9 @@ span that no segment contains entirely (longer than the overlap) is counted as `
 are never capped per segment.  Question-prefix tokens are never labelled: answers are searched in
 the document text only, so an answer that also appears in the question is labelled where it
 appears in the context.
+
+Why this module is over 500 lines: window edges, span placement and sub-documents share
+the windows' token and character positions; about a tenth of it is this docstring.
 """
 
 from __future__ import annotations
