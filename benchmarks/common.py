@@ -1,7 +1,11 @@
-"""Helpers the paired benchmarks share: a measured run in a fresh interpreter, and spreads."""
+"""Helpers the benchmarks share: a measured run in a fresh interpreter, a command run in this
+process, and spreads."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
 import json
 import os
 import shutil
@@ -9,7 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Dict, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 
 def child_run(module: str, args: Sequence[str], out_dir: Optional[str], cwd: str) -> Dict:
@@ -29,6 +33,32 @@ def child_run(module: str, args: Sequence[str], out_dir: Optional[str], cwd: str
   result = json.loads(proc.stdout.strip().splitlines()[-1])
   result["wall"] = wall
   return result
+
+
+class CommandFailed(RuntimeError):
+  """A command that :func:`run_main` ran exited non-zero (the message names it and its log)."""
+
+
+def run_main(cmd: List[str], log_path: str) -> List[str]:
+  """Runs ``cmd`` (``["-m", module, *argv]``) in this process as ``python -m`` would (the
+  module's ``main(argv)``), its stdout and stderr appended to ``log_path``; its stdout lines.
+  Raises :class:`CommandFailed` on a non-zero exit."""
+  assert cmd[0] == "-m", cmd
+  module, argv = cmd[1], cmd[2:]
+  out, err = io.StringIO(), io.StringIO()
+  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    try:
+      status = importlib.import_module(module).main(argv)
+    except SystemExit as e:  # a usage error (argparse) or a command that exits
+      status = e.code if isinstance(e.code, int) else (e.code is not None)
+      if e.code is not None and not isinstance(e.code, int):
+        err.write(f"{e.code}\n")
+  with open(log_path, "a", encoding="utf-8") as f:
+    f.write(f"$ python {' '.join(cmd)}\n{out.getvalue()}\n{err.getvalue()}\n")
+  if status:
+    raise CommandFailed(f"`python {' '.join(cmd[:3])} ...` failed ({status}): "
+                        f"{err.getvalue()[-3000:]}\nsee {log_path}")
+  return out.getvalue().strip().splitlines()
 
 
 def spread(values, fmt: str) -> str:

@@ -55,9 +55,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import contextlib
-import importlib
-import io
 import json
 import multiprocessing
 import os
@@ -68,6 +65,10 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Sequence
 
+if not __package__:  # run as a script (python benchmarks/memory_gap.py): the repo's packages
+  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from benchmarks.common import CommandFailed, run_main
 from model.evaluation import hotpotqa as hotpot_eval
 from schemas import records_dir
 from synthetic.long_range_qa import build as long_range_qa
@@ -87,32 +88,6 @@ SIZES = {"tiny": {},
                        num_layers_second=1)}
 LABELS = {"e": "ReadTwice(E)", "e_ss": "E(SS)", "plain": "plain encoder",
           "cls": "ReadTwice(CLS)", "e_book": "E, book scope"}
-
-
-class CommandFailed(RuntimeError):
-  """A command of a run exited non-zero (the message names it and its log)."""
-
-
-def _run(cmd: List[str], log_path: str) -> List[str]:
-  """Runs ``cmd`` (``["-m", module, *argv]``) in this process as ``python -m`` would (the
-  module's ``main(argv)``), its stdout and stderr appended to ``log_path``; its stdout lines.
-  Raises :class:`CommandFailed` on a non-zero exit."""
-  assert cmd[0] == "-m", cmd
-  module, argv = cmd[1], cmd[2:]
-  out, err = io.StringIO(), io.StringIO()
-  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-    try:
-      status = importlib.import_module(module).main(argv)
-    except SystemExit as e:  # a usage error (argparse) or a command that exits
-      status = e.code if isinstance(e.code, int) else (e.code is not None)
-      if e.code is not None and not isinstance(e.code, int):
-        err.write(f"{e.code}\n")
-  with open(log_path, "a", encoding="utf-8") as f:
-    f.write(f"$ python {' '.join(cmd)}\n{out.getvalue()}\n{err.getvalue()}\n")
-  if status:
-    raise CommandFailed(f"`python {' '.join(cmd[:3])} ...` failed ({status}): "
-                        f"{err.getvalue()[-3000:]}\nsee {log_path}")
-  return out.getvalue().strip().splitlines()
 
 
 def _init_worker(threads: int) -> None:
@@ -205,7 +180,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   model_dir = os.path.join(run_dir, "model")
   paths = data["paths"]
   scope = ["--memory_scope", SCOPES[model]] if model in SCOPES else []
-  lines = _run(["-m", "model.finetune", *scope, "--task", "hotpotqa", "--model_config", config_path,
+  lines = run_main(["-m", "model.finetune", *scope, "--task", "hotpotqa", "--model_config", config_path,
                 "--records_dir", paths["records_train"], "--model_dir", model_dir,
                 "--steps", str(args.steps), "--learning_rate", str(args.learning_rate),
                 "--warmup_fraction", "0.1", "--optimizer", "adamw", "--seed", str(seed),
@@ -215,9 +190,9 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   logged = _json_lines(lines)
   steps = [d for d in logged if "step" in d and "loss" in d and not d.get("summary")]
   preds = os.path.join(run_dir, "predictions.json")
-  _run(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", model_dir,
+  run_main(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", model_dir,
         "--output", preds, *scope], log)
-  metrics = json.loads(_run(["-m", "model.evaluate", "--task", "hotpotqa", "--predictions",
+  metrics = json.loads(run_main(["-m", "model.evaluate", "--task", "hotpotqa", "--predictions",
                              preds, "--gold", paths["dev"]], log)[-1])
   with open(preds, encoding="utf-8") as f:
     predictions = json.load(f)
@@ -228,7 +203,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   if model in ("e", "cls", "e_book"):  # do the other segments' memories change the answers?
     view = own_segment_view(model_dir, os.path.join(run_dir, "own_segment_view"))
     blocked_preds = os.path.join(run_dir, "predictions_own_segment_only.json")
-    _run(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", view,
+    run_main(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", view,
           "--output", blocked_preds, *scope], log)
     with open(preds, encoding="utf-8") as f, open(blocked_preds, encoding="utf-8") as g:
       full, own = json.load(f)["answer"], json.load(g)
@@ -239,7 +214,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   # Does the answer segment's author mention read its book-fact memory?  (In one sub-document:
   # the probe reads each sub-document alone.)
   if model == "e" and not data["params"].get("sub_document_segments"):
-    probe = json.loads(_run(["-m", "benchmarks.memory_probe", "--model_dir",
+    probe = json.loads(run_main(["-m", "benchmarks.memory_probe", "--model_dir",
                              model_dir, "--data_dir", data["out_dir"]], log)[-1])
   return {"probe": probe, "blocked": blocked, "choice": choice, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
           "by_distance": by_distance,

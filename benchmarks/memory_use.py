@@ -3,7 +3,7 @@ predict masked entity mentions?
 
 Pretrains a tiny ReadTwice(E) and its E(SS) ablation (each segment reads only its own
 memories; the same variables, so one seed gives both the same initial weights, batches and
-masks) with ``python -m model.pretrain`` on the same records -- the generated biographies of
+masks) with ``python -m model.pretrain`` (in this process) on the same records -- the generated biographies of
 ``synthetic.memory_corpus`` plus the real Wikipedia and books samples when present -- and
 measures masked-LM accuracy on held-out documents about entities never seen in training, on
 masked entity tokens and on all masked tokens (fixed masks, ``--whole_entity`` masking so a
@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from typing import Dict, List, Sequence
@@ -30,7 +29,7 @@ from typing import Dict, List, Sequence
 if not __package__:  # run as a script (python benchmarks/memory_use.py): the repo's packages
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.common import spread
+from benchmarks.common import CommandFailed, run_main, spread
 from model import configs
 from schemas import records_dir
 from synthetic.memory_corpus import build as memory_corpus
@@ -74,8 +73,10 @@ def model_config_file(out_dir: str, variant: str, manifest: Dict, max_memories: 
 
 def pretrain(config_path: str, dirs: Sequence[str], heldout: str, model_dir: str, seed: int,
              args) -> Dict:
-  """One ``python -m model.pretrain`` run; its metrics.json plus the logged curve."""
-  cmd = [sys.executable, "-m", "model.pretrain", "--model_dir", model_dir,
+  """One ``python -m model.pretrain`` run (its ``main(argv)`` in this process: TensorFlow loads
+  once for all runs; the commands and their output go to ``commands.log`` under ``--out_dir``);
+  its metrics.json plus the logged curve."""
+  cmd = ["-m", "model.pretrain", "--model_dir", model_dir,
          "--model_config", config_path, "--steps", str(args.steps), "--seed", str(seed),
          "--learning_rate", str(args.learning_rate), "--optimizer", args.optimizer,
          "--whole_entity", "--dev_records_dir", heldout,
@@ -84,12 +85,12 @@ def pretrain(config_path: str, dirs: Sequence[str], heldout: str, model_dir: str
   for d in dirs:
     cmd += ["--records_dir", d]
   t0 = time.perf_counter()
-  proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False,
-                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
-  if proc.returncode:
-    sys.stderr.write(proc.stderr[-4000:])
-    raise SystemExit(f"pretraining failed ({proc.returncode}): {' '.join(cmd)}")
-  lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+  try:
+    out = run_main(cmd, os.path.join(args.out_dir, "commands.log"))
+  except CommandFailed as e:
+    sys.stderr.write(f"{e}\n")
+    raise SystemExit("memory_use: pretraining failed (above)") from None
+  lines = [json.loads(x) for x in out if x.startswith("{")]
   summary = lines[-1]
   curve = [(x["step"], round(x["mlm"], 3), round(x["mlm_accuracy"], 4),
             round(x["mlm_entity_accuracy"], 4)) for x in lines if "mlm" in x and "step" in x]
@@ -120,6 +121,7 @@ def main(argv=None) -> int:
   if args.seeds < 1 or args.steps < 1:
     p.error("--seeds and --steps must be >= 1")
   os.makedirs(args.out_dir, exist_ok=True)
+  os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # (TensorFlow loads in the first run)
   built = corpus(args.out_dir, args)
   dirs = train_dirs(built)
   heldout = built["splits"]["heldout"]["output_dir"]
