@@ -22,7 +22,7 @@ Three measurements, each the median of ``--reps``:
 * **words per MB** is not measured here: it is each job's text per MB of its work, taken from
   the runs on the real-format samples (see ``WORDS_PER_MB`` in :mod:`pipelines.estimate`).
 
-The last line is JSON: the figures, to paste into ``pipelines/estimate.py``'s ``ANNOTATION``.
+The last line is JSON: the figures, to paste into ``pipelines/estimate/costs.py``'s ``ANNOTATION``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 r"""The CPU cost of every pipeline job per MB of input, measured for ``--estimate``
-(:mod:`pipelines.estimate`'s ``COSTS`` table).
+(each dataset's ``pipelines/datasets/<name>/cost.py``, read by :mod:`pipelines.estimate`).
 
   python -m benchmarks.job_cost [--reps 5] [--only hotpotqa,wikipedia,...] [--scale 1.0]
                                 [--nomultiprocess] [--tmp_dir DIR] [--keep]
@@ -22,7 +22,8 @@ larger run back to back):
 printed as min / median / max over the repetitions, with the CPU/wall ratio of the larger run
 (the largest over the repetitions goes to the table: the run least slowed by other load) and
 its peak RSS growth per MB (shown, not used: the in-memory runner's memory is not linear in the
-input), and finally as ``COSTS`` entries to paste into ``pipelines/estimate.py``.  The generated inputs:
+input), and finally as the ``measured=Cost(...)`` of each dataset's
+``pipelines/datasets/<name>/cost.py`` (to paste there).  The generated inputs:
 
 * hotpotqa: one JSON list of :mod:`synthetic.hotpotqa` questions;
 * wikipedia: a :mod:`synthetic.wikipedia` multistream ``.bz2`` dump with its index (the form
@@ -43,8 +44,8 @@ in-memory one is the Fn API's cost of moving every element between processes, as
 workers do (``MULTIPROCESS_CPU_FACTOR`` of :mod:`pipelines.estimate`).
 
 The last line is the JSON figure: the largest relative difference between a measured median
-slope and the slope ``pipelines/estimate.py`` holds (target <= 0.25: the table still
-describes the code; null for a dataset the table lacks).
+slope and the slope a dataset's ``cost.py`` holds (target <= 0.25: the table still
+describes the code; null for a dataset without one).
 """
 
 from __future__ import annotations
@@ -217,10 +218,10 @@ def fit(tiny: Input, large: Input, tiny_run: Run, large_run: Run) -> Dict[str, f
 
 def cost_entry(job: str, fits: List[Dict[str, float]], tiny: Input, large: Input,
                date: str, reps: int) -> str:
-  """The ``COSTS`` entry of pipelines/estimate.py for these repetitions."""
+  """The ``measured=Cost(...)`` of pipelines/datasets/<job>/cost.py for these repetitions."""
   med = {k: statistics.median(f[k] for f in fits) for k in fits[0]}
   slopes = sorted(f["slope"] for f in fits)
-  return (f'    "{job}": Cost(fixed_cpu_s={med["fixed"]:.2f}, cpu_s_per_mb={med["slope"]:.4f}, '
+  return (f'    measured=Cost(fixed_cpu_s={med["fixed"]:.2f}, cpu_s_per_mb={med["slope"]:.4f}, '
           f'slope_spread=({slopes[0]:.4f}, {med["slope"]:.4f}, {slopes[-1]:.4f}), '
           f'cpu_per_wall={max(f["cpu_per_wall"] for f in fits):.2f}, '
           f'measured_on="{tiny.describe} and {large.describe}, {reps} reps", date="{date}", '
@@ -303,7 +304,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             f"{statistics.median(f['fixed'] for f in fits):>16.2f}  "
             f"{max(f['cpu_per_wall'] for f in fits):>8.2f}  "
             f"{statistics.median(f['rss_per_mb'] for f in fits):>9.2f}")
-      table = estimate.COSTS.get(job)
+      table = estimate.measured_costs().get(job)
       drift = abs(med - table.cpu_s_per_mb) / table.cpu_s_per_mb if table else None
       if drift is not None:
         worst = drift if worst is None else max(worst, drift)
@@ -319,8 +320,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     results["decompress_cpu_s_per_mb"] = decompression
     print("decompression CPU s per uncompressed MB: "
           + ", ".join(f"{k} {v:.4f}" for k, v in decompression.items()))
-    print("\nCOSTS entries for pipelines/estimate.py:")
     for job in jobs:
+      print(f"\npipelines/datasets/{job}/cost.py:")
       print(cost_entry(job, runs[job], inputs[job]["tiny"], inputs[job]["large"], date,
                        args.reps))
   finally:

@@ -12,8 +12,8 @@ on Dataflow (``--runner=DataflowRunner --project=... --region=... --temp_locatio
   (``--seq_lenght`` -> "did you mean --seq_length?").  Abbreviations are not accepted.
 * Every numeric flag is validated up front (:func:`records_config`); a bad value is one
   ``<prog>: error: ...`` line on stderr and exit status 2.
-* ``--estimate`` (every job, :func:`add_estimate_flags`) prints what the run would cost instead
-  of running it (:mod:`pipelines.estimate`), priced by the ``--price_*`` flags.
+* ``--estimate`` (every job, :func:`pipelines.estimate.arguments.add_flags`, added by the runner)
+  prints what the run would cost instead of running it, priced by the ``--price_*`` flags.
 
 Running the job is :mod:`pipelines.runner`'s.
 """
@@ -125,57 +125,7 @@ def new_parser(prog: str, description: str, example: str) -> schema_cli.Parser:
                    help="documents tokenised per encode_batch call (default: %(default)s)")
   p.add_argument("--log_level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                  help="level of the job's own log lines on stderr (default: %(default)s)")
-  add_estimate_flags(p)
   return p
-
-
-def add_estimate_flags(parser) -> None:
-  """``--estimate`` and its prices (:mod:`pipelines.estimate`)."""
-  from pipelines import estimate  # pylint: disable=g-import-not-at-top
-  group = parser.add_argument_group("cost estimate")
-  bool_flag(group, "estimate", False,
-            "run nothing: resolve the inputs as a run would, then print what the run would "
-            "cost (input files and sizes, CPU hours, Dataflow workers, wall time and USD for "
-            "vCPU, memory and disk, time on this machine by stage at its current load; with "
-            "--ner, spaCy's CPU or Cloud NL's requests, units and USD) and one JSON line; "
-            "writes nothing, "
-            "and an output dir holding an earlier run is fine. The Dataflow workers are Beam's "
-            "--machine_type, --num_workers, --max_num_workers, --disk_size_gb, "
-            f"--worker_disk_type, else Dataflow's batch defaults "
-            f"({estimate.DEFAULT_MACHINE_TYPE}, {estimate.DEFAULT_DISK_GB} GB "
-            f"{estimate.DEFAULT_DISK_TYPE}, autoscaling)")
-  group.add_argument("--price_vcpu_hour", type=float, default=estimate.PRICES["vcpu_hour"],
-                     help="--estimate: USD per Dataflow batch vCPU hour (default: %(default)s, "
-                          "the us-central1 list price)")
-  group.add_argument("--price_memory_gb_hour", type=float,
-                     default=estimate.PRICES["memory_gb_hour"],
-                     help="--estimate: USD per Dataflow batch GB-hour of worker memory "
-                          "(default: %(default)s, the us-central1 list price)")
-  disk = estimate.PRICES["disk_gb_hour"]
-  group.add_argument("--price_disk_gb_hour", type=float, default=None,
-                     help="--estimate: USD per GB-hour of worker persistent disk (default: the "
-                          "us-central1 list price of --worker_disk_type, "
-                          + ", ".join(f"{v:.6f} for {k}" for k, v in disk.items()) + ")")
-
-
-def estimate_prices(parser: argparse.ArgumentParser, args: argparse.Namespace,
-                    beam_args: Sequence[str]) -> dict:
-  """The ``--price_*`` flags of ``--estimate``, checked with the Beam worker options it reads;
-  a bad value or combination is a usage error."""
-  from pipelines import estimate  # pylint: disable=g-import-not-at-top
-  if getattr(args, "dry_run", False):
-    parser.error("--estimate runs nothing and --dry_run runs the annotation planner: give one "
-                 "(--dry_run gives the exact Cloud NL units and cost)")
-  prices = {"vcpu_hour": args.price_vcpu_hour, "memory_gb_hour": args.price_memory_gb_hour,
-            "disk_gb_hour": args.price_disk_gb_hour}
-  for name, value in prices.items():
-    if value is not None and not value >= 0:
-      parser.error(f"--price_{name} must be >= 0, got {value}")
-  try:
-    estimate.workers_from_args(list(beam_args))
-  except ValueError as e:
-    parser.error(str(e))
-  return prices
 
 
 def _beam_parser() -> argparse.ArgumentParser:

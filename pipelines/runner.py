@@ -39,6 +39,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from pipelines import flags
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.inputs import describe_inputs
+from pipelines.estimate import arguments as estimate_flags
 from pipelines.errors import (MARKER, UserError, disk_full_message,
                              exit_quietly_on_stop_signals, is_disk_full, user_error_message)
 from pipelines.provenance import git_revision
@@ -379,6 +380,7 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
   if argv is None:  # the command line: Ctrl-C or SIGTERM while parsing flags is one line
     exit_quietly_on_stop_signals(prog)
   parser = flags.new_parser(prog, description, example)
+  estimate_flags.add_flags(parser)
   flags.add_run_flags(parser)
   if add_flags is not None:
     add_flags(parser.add_argument_group(f"{job} settings"))
@@ -390,7 +392,7 @@ def job_main(prog: str, description: str, example: str, job: str, build: JobBuil
       options = job_options(args)
     except ValueError as e:
       parser.error(str(e))
-  prices = flags.estimate_prices(parser, args, beam_args) if args.estimate else None
+  prices = estimate_flags.prices_from_args(parser, args, beam_args) if args.estimate else None
   setup_logging(args.log_level)
   if args.estimate:
     return run_main(parser.prog, lambda: estimate_job(

@@ -232,6 +232,24 @@ def test_module_names_are_unique_in_the_package(project, package):
   assert not name_clashes(paths), name_clashes(paths)
 
 
+LONG_MODULE = 500  # lines
+
+
+def long_modules_without_a_reason(sources: Dict[str, str]) -> List[str]:
+  """Modules over :data:`LONG_MODULE` lines whose docstring does not say why
+  (``Why this module is over 500 lines: ...``)."""
+  return sorted(name for name, source in sources.items()
+                if source.count("\n") > LONG_MODULE
+                and "over 500 lines" not in (ast.get_docstring(ast.parse(source)) or ""))
+
+
+def test_a_module_over_500_lines_says_why(project):
+  _, _, sources = project
+  long = [n for n, s in sources.items() if s.count("\n") > LONG_MODULE]
+  assert long, "no module over 500 lines: the check below checks nothing"
+  assert long_modules_without_a_reason(sources) == []
+
+
 def test_the_checks_find_what_they_look_for():
   """Controls: a pipelines module that imports the model or TensorFlow inside a function, a
   relative import out of its package, and a two- and a three-module circle."""
@@ -262,3 +280,7 @@ def test_the_checks_find_what_they_look_for():
                        "pipelines/datasets/b/reader.py", "pipelines/x/__init__.py",
                        "pipelines/__init__.py"]) == [["pipelines/beam/documents.py",
                                                       "pipelines/document.py"]]
+  long = "x = 1\n" * 501
+  assert long_modules_without_a_reason(
+      {"a": long, "b": '"""Doc.\n\nWhy this module is over 500 lines: one parser."""\n' + long,
+       "c": "x = 1\n"}) == ["a"]

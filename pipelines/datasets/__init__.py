@@ -36,7 +36,8 @@ class DatasetSpec:
   object) and returns the PCollection holding the manifest.  ``add_flags(group)`` adds the
   dataset's own flags to an argparse group; ``options_from_args(args)`` turns them into the
   options object (a ValueError is a usage error), which is recorded in the manifest's config
-  (``describe()``, or its dataclass fields).
+  (``describe()``, or its dataclass fields).  ``cost`` is what ``--estimate`` knows of the job
+  (the folder's ``cost.py``).
   """
   name: str
   description: str  # --help's description; its first line is the one-line summary
@@ -47,6 +48,10 @@ class DatasetSpec:
   outputs: Tuple[str, ...] = ()  # files the job writes besides the common ones (--overwrite)
   task: str = ""    # the model task its records are for; "" means the dataset's name
   deployed: bool = True  # has a Dataflow Flex Template under deploy/dataflow/
+  # What --estimate needs (pipelines.estimate.costs.DatasetCost: the measured cost, what an MB
+  # of work is, side inputs, words per MB), from the folder's cost.py; None: the estimate uses
+  # the dearest measured dataset's cost and says so.
+  cost: Any = None
 
   @property
   def model_task(self) -> str:

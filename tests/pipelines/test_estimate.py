@@ -5,6 +5,7 @@ the run's own one-line errors; an output dir holding a run is fine."""
 
 import bz2
 import collections
+import dataclasses
 import gzip
 import json
 import os
@@ -81,8 +82,8 @@ def run(name: str, argv, capsys):
 
 def check_figures(e: dict, name: str) -> None:
   """The JSON's figures, recomputed by hand from the table and Dataflow's default worker."""
-  cost = estimate.COSTS[name]
-  assert e["cost_model"] == json.loads(json.dumps(estimate.dataclasses.asdict(cost)))
+  cost = estimate.measured_costs()[name]
+  assert e["cost_model"] == json.loads(json.dumps(dataclasses.asdict(cost)))
   mb = e["work"]["bytes"] / 1e6
   assert e["work"]["mb"] == pytest.approx(mb)
   assert e["decompression_cpu_hours"] == 0  # plain inputs; Wikipedia's bz2 is in its slope
@@ -204,7 +205,7 @@ def test_compressed_and_parquet_inputs_count_uncompressed(tmp_path, private_tmp,
   assert kinds["parquet"] == {"files": 1, "bytes": os.path.getsize(pq_path),
                               "uncompressed_bytes": pq_bytes}
   assert e["work"]["bytes"] == 2 * len(raw) + pq_bytes
-  cost = estimate.COSTS["hotpotqa"]
+  cost = estimate.measured_costs()["hotpotqa"]
   rates = estimate.DECOMPRESS_CPU_S_PER_MB  # CPU s per uncompressed MB
   decompress = (rates["gz"] + rates["bz2"]) * len(raw) / 1e6
   assert e["decompression_cpu_hours"] == pytest.approx(decompress / 3600)
@@ -214,7 +215,7 @@ def test_compressed_and_parquet_inputs_count_uncompressed(tmp_path, private_tmp,
 
 @pytest.mark.slow
 def test_sampled_ratio_of_a_large_compressed_file(tmp_path, monkeypatch):
-  monkeypatch.setattr(estimate, "SAMPLE_BYTES", 1 << 20)
+  monkeypatch.setattr(estimate.sizing, "SAMPLE_BYTES", 1 << 20)
   rng = random.Random(0)
   words = [f"w{i}" for i in range(3000)]
   text = " ".join(rng.choices(words, k=1_200_000)).encode()  # ~5.6 MB: > 1 MiB compressed
@@ -222,7 +223,7 @@ def test_sampled_ratio_of_a_large_compressed_file(tmp_path, monkeypatch):
     p = tmp_path / f"big.{kind}"
     p.write_bytes(comp(text))
     fed, out, whole = estimate.sample_ratio(str(p), kind)
-    assert not whole and fed <= estimate.SAMPLE_BYTES
+    assert not whole and fed <= estimate.sizing.SAMPLE_BYTES
     assert out / fed == pytest.approx(len(text) / p.stat().st_size, rel=0.05)
 
 
@@ -254,7 +255,7 @@ def test_worker_count_without_num_workers_grows_with_the_work():
   workers = estimate.workers_from_args(["--max_num_workers", "7"])
   small = estimate.estimate("hotpotqa", work, workers)
   assert small["dataflow"]["workers"] == 1
-  cost = estimate.COSTS["hotpotqa"]
+  cost = estimate.measured_costs()["hotpotqa"]
   # Enough MB for 20 h of work: capped at --max_num_workers.
   work.extra_bytes = int(20 * 3600 / (cost.cpu_s_per_mb * estimate.DATAFLOW_OVERHEAD) * 1e6)
   big = estimate.estimate("hotpotqa", work, workers)["dataflow"]
@@ -348,3 +349,15 @@ def test_the_job_module_estimates_in_a_subprocess_writing_no_temporary_file(tmp_
   e = json.loads(proc.stdout.strip().splitlines()[-1])
   assert e["job"] == "triviaqa" and e["side_inputs"]["evidence"]["references"] > 0
   assert list(private.iterdir()) == [] and not (tmp_path / "o").exists()
+
+
+def test_a_job_without_a_measured_cost_is_priced_as_the_dearest_and_says_so():
+  work = estimate.Work([estimate.FileSize("x", "plain", 2_000_000, 2_000_000, "as stored")])
+  e = estimate.estimate("no_such_dataset", work, estimate.workers_from_args([]), share=1.0)
+  name, dearest = max(estimate.measured_costs().items(), key=lambda kv: kv[1].cpu_s_per_mb)
+  assert (json.loads(json.dumps(e["cost_model"]))
+          == json.loads(json.dumps(dataclasses.asdict(dearest))))
+  assert e["assumptions"][0] == (f"no measured cost for no_such_dataset: {name}'s (the dearest "
+                                 "per MB) is used")
+  assert e["work"]["measure"] == "input bytes"
+  assert estimate.dataset_cost("no_such_dataset") is None

@@ -53,7 +53,7 @@ def test_spacy_annotation_is_in_the_estimate(tmp_path):
   wiki = entities_dir(tmp_path, 3000)
   linked = run_estimate(AnnotationConfig(ner="spacy", linker="alias", entities_dir=wiki,
                                          ruler_patterns=1000))
-  words = 2.0 * estimate.WORDS_PER_MB["books"]
+  words = 2.0 * estimate.dataset_cost("books").words_per_mb
   assert plain["annotation"] is None
   ann = spacy["annotation"]
   assert ann["words"] == pytest.approx(words, abs=1) and ann["alias_rows"] == 0
@@ -108,7 +108,7 @@ def test_cloud_nl_requests_units_and_price(tmp_path):
         "cloud", {})), **kw)
     return run_estimate(config, work=books_work(3, 1.0))
   e = cloud()
-  chars = 3.0 * estimate.WORDS_PER_MB["books"] * estimate.CHARS_PER_WORD
+  chars = 3.0 * estimate.dataset_cost("books").words_per_mb * estimate.CHARS_PER_WORD
   requests = max(3, chars / 100_000)  # one per book at least, <= --nl_max_request_chars each
   units = chars / 1000 + requests / 2
   c = e["cloud_nl"]
@@ -126,7 +126,7 @@ def test_cloud_nl_requests_units_and_price(tmp_path):
   config = AnnotationConfig(ner="cloud", cloud=CloudConfig(cache_dir=str(tmp_path)))
   n = estimate.estimate("narrativeqa", nqa, estimate.workers_from_args([]), config, share=1.0)
   assert n["cloud_nl"]["characters"] == pytest.approx(
-      3.0 * estimate.WORDS_PER_MB["narrativeqa"] * estimate.CHARS_PER_WORD / 30, abs=1)
+      3.0 * estimate.dataset_cost("narrativeqa").words_per_mb * estimate.CHARS_PER_WORD / 30, abs=1)
   assert n["cloud_nl"]["requests"] == 2
   cheap = cloud(price_per_1000_units=0.25, cloud={"max_request_chars": 10_000})["cloud_nl"]
   assert cheap["requests"] == pytest.approx(chars / 10_000, abs=1)
@@ -135,7 +135,7 @@ def test_cloud_nl_requests_units_and_price(tmp_path):
 
 
 def test_local_time_follows_the_share_of_a_core():
-  cost = estimate.COSTS["books"]
+  cost = estimate.measured_costs()["books"]
   half, whole = run_estimate(None, share=0.5), run_estimate(None, share=1.0)
   start = "start-up (interpreter, imports, graph, manifest, stats report)"
   assert half["local"]["stages_s"][start] == pytest.approx(cost.fixed_cpu_s / 0.5, abs=0.01)

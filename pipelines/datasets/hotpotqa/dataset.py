@@ -26,6 +26,7 @@ from pipelines.beam.parse import ParseRecords
 from pipelines.beam.stats import STATS
 from pipelines.datasets import DatasetSpec
 from pipelines.datasets.hotpotqa import hub, reader
+from pipelines.datasets.hotpotqa import cost
 
 EXAMPLE = r"""  python -m pipelines.hotpotqa \
     --input hotpot_dev_distractor_v1.json --output_dir /tmp/hotpot_records \
@@ -55,4 +56,5 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
 spec = DatasetSpec(
     name="hotpotqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
     add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args,
-    outputs=report_lib.OUTPUTS)
+    outputs=report_lib.OUTPUTS,
+    cost=cost.COST)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 import pipelines
 from pipelines import __main__ as generic
 from pipelines import datasets
+from pipelines import estimate
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -25,6 +27,11 @@ def test_every_registered_dataset_has_its_folder_and_spec():
     assert os.path.isdir(os.path.join(REPO, "pipelines", "datasets", name))
     assert spec.summary and "\n" not in spec.summary
     assert callable(spec.build)
+    # --estimate's numbers come from the folder's cost.py (a measured cost and its unit).
+    assert isinstance(spec.cost, estimate.DatasetCost), name
+    assert spec.cost.measured.cpu_s_per_mb > 0 and spec.cost.work, name
+    assert type(spec.cost).__module__ == "pipelines.estimate.costs"
+    assert spec.cost is importlib.import_module(f"pipelines.datasets.{name}.cost").COST
   assert specs["jsonl_qa"].model_task == "extractive_qa"
   assert specs["hotpotqa"].model_task == "hotpotqa"
 

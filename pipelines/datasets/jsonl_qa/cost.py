@@ -1,0 +1,44 @@
+"""What ``--estimate`` knows of the jsonl_qa job (its spec's ``cost``,
+:class:`pipelines.estimate.costs.DatasetCost`): its CPU cost as ``python -m
+benchmarks.job_cost --reps 5`` measured it (2026-11-27; the benchmark prints this entry); each
+line's context_file and its words per MB (the shipped sample)."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Tuple
+
+from pipelines.estimate import sizing
+from pipelines.estimate.costs import COMMAND, MACHINE, Cost, DatasetCost
+from pipelines.estimate.sizing import Work
+
+
+def side_inputs(work: Work, options: Any) -> None:
+  """The context files the lines name (per line), as a run would read them."""
+  del options
+  from schemas import jsonl_qa  # pylint: disable=g-import-not-at-top
+  named: "collections.Counter[Tuple[str, str]]" = collections.Counter()
+  for f in work.inputs:
+    for obj in sizing.json_items(f.path):
+      name = obj.get("context_file") if isinstance(obj, dict) else None
+      if isinstance(name, str) and name.strip():
+        named[(jsonl_qa.context_root(f.path), name)] += 1
+  refs = sizing.allowed(named, work, "context_file")
+  if refs:
+    side = sizing.size_referenced(refs)
+    work.side["context_files"] = side
+    work.extra_bytes += side["bytes"]
+    if side["missing"]:
+      work.notes.append(f"{side['missing']:,} lines name a missing context_file (dead letters "
+                        f"missing_context_file in a run)")
+
+
+COST = DatasetCost(
+    measured=Cost(fixed_cpu_s=3.67, cpu_s_per_mb=0.5760,
+                  slope_spread=(0.5257, 0.5760, 0.6266), cpu_per_wall=0.66,
+                  measured_on="0.07 MB and 14.21 MB of work (10.77 MB of JSONL, a quarter "
+                              "of the lines with a context_file), 5 reps",
+                  date="2026-11-27", machine=MACHINE, command=COMMAND),
+    work="JSONL files plus each line's context_file, per line",
+    side_inputs=side_inputs,
+    words_per_mb=183_000)
