@@ -2,7 +2,7 @@ r"""Every pipeline's throughput relative to bare tokenisation, side by side, in 
 
   python -m benchmarks.all [--pairs 3] [--scale 1.0] [--only hotpotqa,books,...]
 
-The jobs: HotpotQA, Wikipedia, books, TriviaQA and NarrativeQA (``pipelines/<name>.py``).  Each
+The jobs: HotpotQA, Wikipedia, books, TriviaQA and NarrativeQA (``pipelines.JOBS``).  Each
 gets a generated input in its official layout (``synthetic.job_inputs``), its texts drawn from
 a Zipf-distributed pseudo-word vocabulary (``synthetic.hotpotqa.ZipfWords``, as in
 ``hotpotqa_throughput``), so that BPE's word cache hits about as often as on real text:
@@ -39,8 +39,8 @@ drift of a shared machine hits both sides alike; pair k runs every pipeline befo
   cleaning, labelling, segmenting, packing and writing are the pipeline's overhead.  A second
   bare pass, the same way, times ``encode_batch_fast`` (the same ids without character
   offsets: what the pipeline calls, computing the offsets from the ids itself);
-* pipeline: the real job, ``pipelines.<name>.run(...)`` with the default ``RecordsConfig`` on
-  the local FnApiRunner (in-memory, one process: what ``python -m pipelines.<name>`` runs
+* pipeline: the real job, ``runner.run_dataset(name, ...)`` with the default ``RecordsConfig``
+  on the local FnApiRunner (in-memory, one process: what ``python -m pipelines <name>`` runs
   without Beam flags), end to end, in a fresh interpreter (``common.child_run``); the time is
   that of ``run()`` alone, the process' wall time (interpreter start and imports included) is
   reported apart.  The run must write every document and reject none (clean input), else this
@@ -262,13 +262,14 @@ def bare_run(job: Job, calls_path: str, fast: bool = False) -> Tuple[float, int]
 
 def pipeline_child(name: str, input_pattern: str, out_dir: str, evidence_dir: str) -> None:
   """The measured pipeline run (in a fresh interpreter); prints its figures as JSON."""
-  import importlib  # pylint: disable=g-import-not-at-top
-  job = importlib.import_module(f"pipelines.{name}")
-  kwargs = {}
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
+  options = None  # the dataset's default options
   if name == "triviaqa":
-    kwargs["options"] = job.TriviaQAOptions(evidence_dir=evidence_dir)
+    from pipelines.datasets.triviaqa.dataset import (  # pylint: disable=g-import-not-at-top
+        TriviaQAOptions)
+    options = TriviaQAOptions(evidence_dir=evidence_dir)
   t0 = time.perf_counter()
-  m = job.run(input_pattern, out_dir, RecordsConfig(), **kwargs)
+  m = runner.run_dataset(name, input_pattern, out_dir, RecordsConfig(), options)
   seconds = time.perf_counter() - t0
   segment = (m.get("stages") or {}).get("segment") or {}
   print(json.dumps({"seconds": seconds, "counts": m["counts"], "examples": m["examples"],

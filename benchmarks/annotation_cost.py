@@ -5,7 +5,7 @@ r"""The CPU cost of entity annotation (``--ner spacy``, ``--linker alias``), mea
 
 Three measurements, each the median of ``--reps``:
 
-* **job** (``start_cpu_s``, ``cpu_s_per_word``): ``python -m pipelines.books`` on a tiny and on a
+* **job** (``start_cpu_s``, ``cpu_s_per_word``): ``python -m pipelines books`` on a tiny and on a
   larger generated book folder (:func:`synthetic.job_inputs.write_books`), each with and
   without ``--ner spacy`` (``blank:en``, no entities dir), in fresh interpreters, their user +
   system CPU read from ``os.wait4``.  The with-minus-without difference on the tiny input is
@@ -50,7 +50,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def _job_cpu(book_dir: str, out_dir: str, ner: bool) -> Dict[str, float]:
   """CPU s, wall s and annotated words of one books job in a fresh interpreter."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-  argv = [sys.executable, "-m", "pipelines.books", "--input", os.path.join(book_dir, "*.txt"),
+  argv = [sys.executable, "-m", "pipelines", "books", "--input", os.path.join(book_dir, "*.txt"),
           "--output_dir", out_dir, "--log_level", "WARNING"] + (["--ner", "spacy"] if ner else [])
   t0 = time.perf_counter()
   proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,

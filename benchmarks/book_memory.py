@@ -3,11 +3,11 @@ against ``sub_document`` on a book longer than one sub-document.
 
 Input: the NarrativeQA test story *The Time Machine* from ``../shared/samples`` (35k words) with
 3 questions of our own, or ``--story FILE`` (any long UTF-8 text, e.g. a generated book), written
-by ``pipelines.narrativeqa`` with ``--max_segments_per_document`` small so that each question's
-document has several sub-documents in several packs; a tiny model trained for 2 steps; then the
-two scopes' predictions interleaved ``--reps`` times, each a fresh process (wall seconds and
-peak RSS from ``os.wait4``).  Last line: ``{"metric": "book_over_sub_document_predict_time", ...}``
-with min/median/max of each.
+by ``python -m pipelines narrativeqa`` with ``--max_segments_per_document`` small so that each
+question's document has several sub-documents in several packs; a tiny model trained for 2
+steps; then the two scopes' predictions interleaved ``--reps`` times, each a fresh process
+(wall seconds and peak RSS from ``os.wait4``).  Last line:
+``{"metric": "book_over_sub_document_predict_time", ...}`` with min/median/max of each.
 
   python -m benchmarks.book_memory [--reps 3] [--max_segments_per_document 16]
       [--story F | --words 400000]
@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     qaps = layout(os.path.join(tmp, "nqa"), args.story)
     out = os.path.join(tmp, "records")
     s = str(args.max_segments_per_document)
-    run([py, "-m", "pipelines.narrativeqa", "--input", qaps, "--split", "test", "--output_dir",
+    run([py, "-m", "pipelines", "narrativeqa", "--input", qaps, "--split", "test", "--output_dir",
          out, "--max_segments_per_document", s, "--segments_per_pack", s], env)
     with open(os.path.join(out, "manifest.json")) as f:
       examples = json.load(f)["examples"]

@@ -12,9 +12,9 @@ Each pair times, one right after the other on the same input:
   pipeline worker's), in a fresh interpreter like the pipeline (each tokenizer built in one
   process makes the next ones slower: the bare pass drifted up pair after pair when it ran in
   this process, which flattered the later ratios);
-* pipeline: the real job, ``pipelines.hotpotqa.run(...)`` with the default ``RecordsConfig``
-  on the local FnApiRunner (in-memory, one process: what ``python -m pipelines.hotpotqa``
-  runs without Beam flags), end to end: read, parse, dedup, tokenise, segment, pack,
+* pipeline: the real job, ``runner.run_dataset("hotpotqa", ...)`` with the default
+  ``RecordsConfig`` on the local FnApiRunner (in-memory, one process: what ``python -m pipelines
+  hotpotqa`` runs without Beam flags), end to end: read, parse, dedup, tokenise, segment, pack,
   serialise, write, manifest.  Each run is in a fresh interpreter, so no state (the
   process-wide tokenizer and its word cache, imports, allocator) carries over from the run
   before; the time is that of ``run()`` alone.  Interpreter start-up and imports (a constant
@@ -96,9 +96,9 @@ def bare_encode(docs, per_call: int):
 
 def pipeline_child(path: str, out_dir: str) -> None:
   """The measured pipeline run (in a fresh interpreter); prints its figures as JSON."""
-  from pipelines import hotpotqa  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   t0 = time.perf_counter()
-  m = hotpotqa.run(path, out_dir, RecordsConfig())
+  m = runner.run_dataset("hotpotqa", path, out_dir, RecordsConfig())
   seconds = time.perf_counter() - t0
   tokens = (m.get("distributions") or {}).get("tokens_per_document") or {}
   print(json.dumps({"seconds": seconds, "counts": m["counts"], "examples": m["examples"],

@@ -5,7 +5,7 @@ global batch).
       [--max_mentions 1024] [--seconds 20] [--repeats 3]
 
 Set-up: a generated Wikipedia dump (``synthetic.wikipedia``, link mentions with entity ids)
-goes through ``python -m pipelines.wikipedia`` with the given record shape.  Then, in this
+goes through ``python -m pipelines wikipedia`` with the given record shape.  Then, in this
 process, the trainer's input as it will run: ``model.pack_reader.dataset_from_output_dir`` (read and
 parse every shard, ``max_mentions`` static mention features), repeated, enumerated and mapped
 through ``model.masking.mask_segments`` (25% of mentions, 15% whole-word spans, 80/10/10, a new
@@ -39,7 +39,7 @@ def make_records(tmp: str, pages: int, seq_length: int, segments_per_pack: int) 
   synth.write_dump(synth.generate_pages(pages, seed=1, words_per_page=400), dump)
   out = os.path.join(tmp, "records")
   # A separate process: the pipelines and TensorFlow are not imported together.
-  subprocess.run([sys.executable, "-m", "pipelines.wikipedia", "--input", dump, "--output_dir",
+  subprocess.run([sys.executable, "-m", "pipelines", "wikipedia", "--input", dump, "--output_dir",
                   out, "--seq_length", str(seq_length), "--overlap", str(seq_length // 4),
                   "--segments_per_pack", str(segments_per_pack), "--max_segments_per_document",
                   str(segments_per_pack), "--log_level", "WARNING"], cwd=ROOT, check=True,

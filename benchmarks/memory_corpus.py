@@ -1,6 +1,6 @@
 r"""The data half of the memory-use check: generated biographies whose hyperlinked entities
 recur across the segments of each document, written as MediaWiki dumps and turned into
-pretraining records by the real ``pipelines.wikipedia`` job, train and held-out.
+pretraining records by the real ``python -m pipelines wikipedia`` job, train and held-out.
 
   python -m benchmarks.memory_corpus --out_dir /tmp/memcorpus [--seed 0] [--train_docs 600]
       [--heldout_docs 100] [--seq_length 128] [--segments_per_pack 16] [--no_samples]

@@ -11,8 +11,9 @@ birth city) triples told by "<Book> was written by <Author>." and "<Author> was 
 <City>." in different segments; the question "Where was the author of <Book> born?" is
 prefixed to every segment.  The segment with the answer cannot tell which birth fact is asked
 for without the book fact ``distance`` segments away, so a reader of single segments is at
-chance (EM 1/M).  It goes through the real jobs (``pipelines.wikipedia`` for the entity
-vocabulary, ``pipelines.hotpotqa`` with spaCy + alias linking for the entity mentions).
+chance (EM 1/M).  It goes through the real jobs (``python -m pipelines wikipedia`` for the
+entity vocabulary, ``python -m pipelines hotpotqa`` with spaCy + alias linking for the entity
+mentions).
 
 Then, for every model and seed, the user's commands (their ``main(argv)``, as ``python -m``
 runs them), one (model, seed) run after another in each of ``--parallel`` worker processes, so

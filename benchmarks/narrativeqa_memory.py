@@ -8,7 +8,7 @@ Writes an official-layout NarrativeQA folder (``documents.csv``, ``qaps.csv``,
 longest NarrativeQA books have ~400k) and ``--questions`` questions whose answers are
 phrases of the book, some verbatim and some with words changed; then runs
 
-  python -m pipelines.narrativeqa --input qaps.csv --split test --output_dir D
+  python -m pipelines narrativeqa --input qaps.csv --split test --output_dir D
 
 as a user would (in-memory runner: one process) and samples the resident memory of its process
 tree every ``--interval`` seconds (and the kernel's ``ru_maxrss`` of the job, from
@@ -116,7 +116,7 @@ def main() -> None:
     print(f"generated a {args.words:,}-word book and {args.questions} questions in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)
     out = os.path.join(tmp, "out")
-    cmd = [sys.executable, "-m", "pipelines.narrativeqa", "--input", qaps, "--split", "test",
+    cmd = [sys.executable, "-m", "pipelines", "narrativeqa", "--input", qaps, "--split", "test",
            "--output_dir", out, "--log_level", "WARNING", "--seq_length", str(args.seq_length)]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

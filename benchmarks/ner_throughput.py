@@ -5,7 +5,7 @@ realistic text and on dense generated text.
       [--mention_every 10] [--ruler_patterns 100000]
 
 Set-up (once): a generated Wikipedia dump (``synthetic.wikipedia``) goes through
-``python -m pipelines.wikipedia`` for its alias table and so for the EntityRuler's patterns.
+``python -m pipelines wikipedia`` for its alias table and so for the EntityRuler's patterns.
 Two folders of books (one document per file, plain text) are made from it:
 
 * ``dense``: the clean text of other generated pages of the same generated world (links
@@ -30,7 +30,7 @@ Each pair, one right after the other, on the same text and the same spaCy pipeli
 
 * bare: ``nlp.pipe`` over the books' document texts (as ``pipelines.datasets.books.reader`` makes
   them), batches of 64, in this process, with a freshly built pipeline;
-* pipeline: ``python -m pipelines.books --ner spacy --linker alias`` in a fresh interpreter
+* pipeline: ``python -m pipelines books --ner spacy --linker alias`` in a fresh interpreter
   (in-memory runner); the stage's words are its ``annotate/words`` counter, its time
   ``annotate/cpu_ms`` (CPU time of the thread running it: NER, linking and the new Documents,
   outside the stages fused after it) and, beside it, ``annotate/busy_ms`` (wall time).
@@ -179,7 +179,7 @@ def make_inputs(tmp: str, pages: int, which: Sequence[str], mention_every: int,
                 ruler_patterns: int) -> Tuple[str, Dict[str, Tuple[str, List[str]]]]:
   """(entities dir, {text kind: (books dir, book texts)})."""
   from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
-  from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   from pipelines.beam.annotate import most_linked_aliases  # pylint: disable=g-import-not-at-top
   from pipelines.entities import tables  # pylint: disable=g-import-not-at-top
   from pipelines.text import wikitext  # pylint: disable=g-import-not-at-top
@@ -187,7 +187,8 @@ def make_inputs(tmp: str, pages: int, which: Sequence[str], mention_every: int,
   dump = os.path.join(tmp, "gen-pages-articles.xml.bz2")
   synth.write_dump(synth.generate_pages(pages, seed=1, words_per_page=300), dump)
   wiki = os.path.join(tmp, "wiki")
-  if wikipedia.main(["--input", dump, "--output_dir", wiki, "--log_level", "WARNING"]):
+  if runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", wiki, "--log_level",
+                                       "WARNING"]):
     raise SystemExit("the Wikipedia job failed")
   # Pages of the same generated world (seed) as the dump, so the books mention its entities.
   dense = []
@@ -224,11 +225,12 @@ def bare(texts, entities_dir: str, ruler_patterns: int):
 
 
 def pipeline_child(book_dir: str, out_dir: str, entities_dir: str, ruler_patterns: str) -> None:
-  from pipelines import books  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   t0 = time.perf_counter()
-  code = books.main(["--input", os.path.join(book_dir, "*.txt"), "--output_dir", out_dir,
-                     "--ner", "spacy", "--linker", "alias", "--entities_dir", entities_dir,
-                     "--ruler_patterns", ruler_patterns, "--log_level", "WARNING"])
+  code = runner.dataset_main("books", [
+      "--input", os.path.join(book_dir, "*.txt"), "--output_dir", out_dir, "--ner", "spacy",
+      "--linker", "alias", "--entities_dir", entities_dir, "--ruler_patterns", ruler_patterns,
+      "--log_level", "WARNING"])
   seconds = time.perf_counter() - t0
   stage = records_dir.read_manifest(out_dir)["stages"]["annotate"]
   print(json.dumps({"code": code, "seconds": seconds, "busy_s": stage["busy_ms"] / 1000,

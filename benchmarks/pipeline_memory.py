@@ -1,4 +1,4 @@
-r"""Peak memory of the whole HotpotQA job (``python -m pipelines.hotpotqa``) by input size.
+r"""Peak memory of the whole HotpotQA job (``python -m pipelines hotpotqa``) by input size.
 
   python -m benchmarks.pipeline_memory [--questions 9000,90447] [--modes in_memory,multi_processing]
                                        [--seed 0] [--tmp_dir DIR] [--keep] [--interval 0.2]
@@ -13,7 +13,7 @@ files this run generated are deleted at the end; ``--keep`` keeps them (and the 
 
 Then, for each (size, mode), runs the job as the user would,
 
-  python -m pipelines.hotpotqa --input F --output_dir D --log_level WARNING [mode flags]
+  python -m pipelines hotpotqa --input F --output_dir D --log_level WARNING [mode flags]
 
 (``in_memory``: the default local FnApiRunner, one process; ``multi_processing``:
 ``--direct_running_mode=multi_processing --direct_num_workers=2``, SDK workers in child
@@ -202,7 +202,7 @@ def run_sampled(cmd: List[str], out_dir: str, interval: float):
 
 
 class JobRun(NamedTuple):
-  """One sampled run of ``python -m pipelines.<job>`` (see :func:`run_job`)."""
+  """One sampled run of ``python -m pipelines <job>`` (see :func:`run_job`)."""
   cmd: List[str]
   returncode: int
   summary: Optional[Dict]  # the JSON summary its last stdout line holds (None on failure)
@@ -220,9 +220,9 @@ class JobRun(NamedTuple):
 
 
 def run_job(job: str, path: str, mode: str, out_dir: str, interval: float) -> JobRun:
-  """Runs ``python -m pipelines.<job> --input path --output_dir out_dir`` in ``mode`` (a key of
+  """Runs ``python -m pipelines <job> --input path --output_dir out_dir`` in ``mode`` (a key of
   :data:`MODES`) as a user would, sampling its process tree (:func:`run_sampled`)."""
-  cmd = [sys.executable, "-m", f"pipelines.{job}", "--input", path, "--output_dir", out_dir,
+  cmd = [sys.executable, "-m", "pipelines", job, "--input", path, "--output_dir", out_dir,
          "--log_level", "WARNING"] + MODES[mode]
   returncode, stdout, stderr, seconds, usage, sampler = run_sampled(cmd, out_dir, interval)
   summary = None

@@ -10,7 +10,7 @@ real HotpotQA; or a ``synthetic.wikipedia`` multistream dump), generated in a se
 interpreter and cached in ``--tmp_dir``.  Then ``--runs`` interleaved pairs of the job as a user
 runs it,
 
-  python -m pipelines.<job> --input F --output_dir D --log_level WARNING              (in_memory)
+  python -m pipelines <job> --input F --output_dir D --log_level WARNING              (in_memory)
   ... --direct_running_mode=multi_processing --direct_num_workers=2          (multi_processing)
 
 (the order inside a pair alternates, so drift of a shared machine hits both modes alike).  Each
@@ -140,7 +140,7 @@ def input_file(job: str, tmp: str, mb: float, created: List[str]) -> Dict:
 # One measured run.
 
 def measure(job: str, path: str, mode: str, out_dir: str, interval: float) -> Dict:
-  """Runs ``python -m pipelines.<job>`` once in ``mode``; wall, CPU, peak tree RSS, counts."""
+  """Runs ``python -m pipelines <job>`` once in ``mode``; wall, CPU, peak tree RSS, counts."""
   run = run_job(job, path, mode, out_dir, interval)
   summary, usage, sampler, wall = run.summary, run.usage, run.sampler, run.seconds
   if summary is None or summary["counts"]["rejected"] or not summary["counts"]["written"]:

@@ -11,8 +11,8 @@ Each pair times, one right after the other, on the same dump:
   stripped text in calls of 64 pages (the pipeline's chunk) on a freshly built tokenizer, in a
   fresh interpreter like the pipeline (each tokenizer built in one process makes the next
   ones slower, which flattered the later pairs when this ran in the benchmark's process);
-* pipeline: the real job, ``pipelines.wikipedia.run(...)`` with default settings on the local
-  FnApiRunner (in-memory), end to end (read, parse, clean, links, redirects, entity tables,
+* pipeline: the real job, ``runner.run_dataset("wikipedia", ...)`` with default settings on the
+  local FnApiRunner (in-memory), end to end (read, parse, clean, links, redirects, entity tables,
   tokenise, segment, pack, write, report), in a fresh interpreter; its ``run()`` time.
 
 Both rates are in MB of article wikitext (UTF-8) per second.  Ratio per pair = pipeline
@@ -99,10 +99,10 @@ def bare_run(path: str):
 
 
 def pipeline_child(path: str, out_dir: str) -> None:
-  from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
   t0 = time.perf_counter()
-  m = wikipedia.run(path, out_dir, RecordsConfig())
+  m = runner.run_dataset("wikipedia", path, out_dir, RecordsConfig())
   print(json.dumps({"seconds": time.perf_counter() - t0, "counts": m["counts"]}))
 
 

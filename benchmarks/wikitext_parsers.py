@@ -161,7 +161,7 @@ def pipeline_child(mode: str, path: str, out_dir: str, outcomes: str) -> None:
   """The Wikipedia job in this interpreter: ``mode`` REAL as it is, RECORD also pickling every
   page's ``convert_page`` result to ``outcomes``, FREE with ``convert_page`` a lookup of those;
   prints JSON with the seconds of ``run()``."""
-  from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
   from pipelines.datasets.wikipedia import dump  # pylint: disable=g-import-not-at-top
   convert = dump.pages_lib.convert_page
@@ -178,7 +178,7 @@ def pipeline_child(mode: str, path: str, out_dir: str, outcomes: str) -> None:
 
     dump.pages_lib.convert_page = recording
   t0 = time.perf_counter()
-  m = wikipedia.run(path, out_dir, RecordsConfig())
+  m = runner.run_dataset("wikipedia", path, out_dir, RecordsConfig())
   seconds = time.perf_counter() - t0
   if mode == RECORD:
     with open(outcomes, "wb") as f:

@@ -8,7 +8,7 @@ jobs and the inspector are TF-free processes; training/prediction/evaluation imp
 
   1. generate synthetic HotpotQA-format train/dev files (plus two malformed records, to show
      dead-lettering);
-  2. ``python -m pipelines.hotpotqa`` on each -> records, manifest, dead letters;
+  2. ``python -m pipelines hotpotqa`` on each -> records, manifest, dead letters;
   3. ``python -m pipelines.inspector`` -> an HTML page of what the model reads;
   4. ``python -m model.train`` (tiny config) on the train records;
   5. ``python -m model.predict`` on the dev records -> official HotpotQA prediction JSON;
@@ -86,7 +86,7 @@ def main() -> None:
   manifests = {}
   for split in ("train", "dev"):
     summary = _last_json(_run(f"pipeline ({split})", [
-        "-m", "pipelines.hotpotqa", "--input", paths[split],
+        "-m", "pipelines", "hotpotqa", "--input", paths[split],
         "--output_dir", os.path.join(out, f"records_{split}"),
         "--segments_per_pack", str(args.segments_per_pack),
         "--max_segments_per_document", str(args.segments_per_pack), "--overwrite"]))

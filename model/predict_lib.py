@@ -122,7 +122,7 @@ def predict_with_model(model: readtwice.ReadTwiceModel, records_dir: str, *,
   found_task, found_per_document = records_task(manifest, documents)
   if task is not None and task != found_task:
     job = manifest.get("job")
-    source = f"pipelines.{job}" + ("" if job == found_task else f" (task {found_task})")
+    source = f"python -m pipelines {job}" + ("" if job == found_task else f" (task {found_task})")
     raise PredictError(f"--task {task} contradicts the records: {records_dir} was written by "
                        f"{source}; leave --task out")
   if per_document is not None and per_document != found_per_document:

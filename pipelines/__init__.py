@@ -1,7 +1,7 @@
 """TF-free Beam pipelines that turn corpora into ReadTwice TFRecords.
 
 The datasets are registered in :mod:`pipelines.datasets`; ``python -m pipelines <dataset>`` runs
-one (:mod:`pipelines.runner`), as do the per-dataset entry points ``python -m pipelines.<job>``.
+one (:mod:`pipelines.runner`), from Python ``runner.dataset_main`` and ``runner.run_dataset``.
 """
 
 from __future__ import annotations

@@ -244,7 +244,7 @@ def add_annotation_flags(group) -> None:
                      help="entity ids for the mentions: alias (commonness over the alias table "
                           "of --entities_dir) (default: %(default)s)")
   group.add_argument("--entities_dir", default=None, io=schema_cli.READS,
-                     help="output dir of python -m pipelines.wikipedia (entity vocabulary and "
+                     help="output dir of python -m pipelines wikipedia (entity vocabulary and "
                           "alias table)")
   group.add_argument("--linker_min_count", type=int, default=d.linker_min_count,
                      help="links an (alias, entity) pair needs (default: %(default)s)")

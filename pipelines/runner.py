@@ -1,5 +1,5 @@
-"""The job runner: runs a registered dataset's Beam job (``python -m pipelines <dataset>``,
-``python -m pipelines.<job>``) from its command line to its summary.
+"""The job runner: runs a registered dataset's Beam job (``python -m pipelines <dataset>``, or
+:func:`dataset_main` / :func:`run_dataset` from Python) from its command line to its summary.
 
 * The job's flags are :mod:`pipelines.flags`'s; the manifest header records the code revision,
   the tokenizer, the config, the inputs (and the model task when it is not the dataset's name).

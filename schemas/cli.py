@@ -1,4 +1,4 @@
-"""The command line every readtwice command shares (``python -m pipelines.<job>``,
+"""The command line every readtwice command shares (``python -m pipelines <dataset>``,
 ``python -m model.<command>``).
 
 One contract, whatever the command:
@@ -181,8 +181,8 @@ class Parser(argparse.ArgumentParser):
     return group
 
   def example_argv(self) -> List[str]:
-    """The example's arguments (after ``python -m <module>``): its first command line, with
-    backslash continuations joined."""
+    """The example's arguments (after ``python -m <module>``, ``python -m pipelines <name>`` for a
+    dataset's job): its first command line, with backslash continuations joined."""
     lines = []
     for line in self.example.strip().splitlines():
       line = line.strip()
@@ -192,9 +192,11 @@ class Parser(argparse.ArgumentParser):
       if not line.endswith("\\"):
         break
     words = shlex.split(" ".join(lines))
-    if words[:3] != ["python", "-m", self.module]:
-      raise ValueError(f"the example of {self.prog} does not start with {self.prog}: {words[:3]}")
-    return words[3:]
+    command = ["python", "-m", *self.module.split()]
+    if words[:len(command)] != command:
+      raise ValueError(f"the example of {self.prog} does not start with {' '.join(command)}: "
+                       f"{words[:len(command)]}")
+    return words[len(command):]
 
   def own_flags(self) -> List[str]:
     return [s for s in self._option_string_actions if s.startswith("--")]

@@ -1,5 +1,5 @@
 """The job harness of the generated corpora: runs the project's real jobs
-(``python -m pipelines.<job>``) as subprocesses on generated input; what they wrote is read with
+(``python -m pipelines <dataset>``) as subprocesses on generated input; what they wrote is read with
 :mod:`schemas.records_dir`.
 
 Used by :mod:`synthetic.long_range_qa.build` and :mod:`synthetic.memory_corpus.build`.
@@ -17,20 +17,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Job:
-  """One ``python -m <module> ARGS`` subprocess (run in the repository root, its output to the
-  log file ``log``), started once the jobs named in ``after`` have finished."""
+  """One ``python -m pipelines <dataset> ARGS`` subprocess (run in the repository root, its
+  output to the log file ``log``), started once the jobs named in ``after`` have finished."""
 
-  def __init__(self, name: str, module: str, args: Sequence[str], log: str,
+  def __init__(self, name: str, dataset: str, args: Sequence[str], log: str,
                after: Sequence[str] = ()):
-    self.name, self.module, self.args, self.log, self.after = name, module, args, log, after
+    self.name, self.dataset, self.args, self.log, self.after = name, dataset, args, log, after
     self.proc: Optional[subprocess.Popen] = None
     self.seconds: Optional[float] = None
 
   def start(self) -> None:
     self.t0 = time.perf_counter()
     self.f = open(self.log, "w", encoding="utf-8")
-    self.proc = subprocess.Popen([sys.executable, "-m", self.module, *self.args], cwd=ROOT,
-                                 stdout=self.f, stderr=subprocess.STDOUT,
+    self.proc = subprocess.Popen([sys.executable, "-m", "pipelines", self.dataset, *self.args],
+                                 cwd=ROOT, stdout=self.f, stderr=subprocess.STDOUT,
                                  env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
 
   def poll(self) -> bool:

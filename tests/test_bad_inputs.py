@@ -30,7 +30,7 @@ import pytest
 
 from synthetic import wikipedia as synth
 from schemas import manifest as manifest_schema
-from pipelines import books, hotpotqa, narrativeqa, triviaqa, wikipedia
+from pipelines import runner
 from tests.pipelines.helpers import PARIS, hotpot_record, write_json
 from tests.pipelines.datasets.narrativeqa.test_dataset import make_layout
 from tests.pipelines.datasets.triviaqa.test_dataset import (PARIS_ANSWER, answer, page,
@@ -39,8 +39,6 @@ from tests.pipelines.datasets.triviaqa.test_dataset import (PARIS_ANSWER, answer
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = ["--seq_length", "64", "--overlap", "8", "--max_segments_per_document", "4",
          "--segments_per_pack", "8", "--max_question_tokens", "12"]
-MAINS = {"hotpotqa": hotpotqa.main, "wikipedia": wikipedia.main, "books": books.main,
-         "triviaqa": triviaqa.main, "narrativeqa": narrativeqa.main}
 
 
 @dataclasses.dataclass
@@ -76,8 +74,9 @@ def run_job(job: str, inputs: List[str], out: str, capsys, flags=()) -> Outcome:
   given = {f for f in flags if f.startswith("--")}
   small = [word for flag, value in zip(SMALL[::2], SMALL[1::2]) if flag not in given
            for word in (flag, value)]
-  rc = MAINS[job](list(inputs) + ["--output_dir", out, "--log_level", "WARNING"] + small
-                  + list(flags))  # a case's flags replace SMALL's (a flag given twice is an error)
+  # A case's flags replace SMALL's (a flag given twice is an error).
+  rc = runner.dataset_main(job, list(inputs) + ["--output_dir", out, "--log_level", "WARNING"]
+                           + small + list(flags))
   err = capsys.readouterr().err
   path = os.path.join(out, manifest_schema.MANIFEST_FILE)
   m = None
@@ -504,7 +503,7 @@ def test_a_user_error_on_local_worker_processes_is_one_line(tmp_path):
   which prints its traceback to its own stderr: the user still sees only the one line."""
   out = str(tmp_path / "out")
   proc = subprocess.run(
-      [sys.executable, "-m", "pipelines.hotpotqa"] + _two_of_five(tmp_path)
+      [sys.executable, "-m", "pipelines", "hotpotqa"] + _two_of_five(tmp_path)
       + ["--output_dir", out, "--max_error_fraction", "0.3",
          "--direct_running_mode=multi_processing", "--direct_num_workers=2"] + SMALL,
       capture_output=True, text=True, check=False)
@@ -518,8 +517,8 @@ def test_a_user_error_on_local_worker_processes_is_one_line(tmp_path):
 @pytest.mark.parametrize("value", ["-0.1", "1.5", "nan", "x"])
 def test_max_error_fraction_is_validated(value, tmp_path, capsys):
   with pytest.raises(SystemExit) as e:
-    hotpotqa.main(_two_of_five(tmp_path) + ["--output_dir", str(tmp_path / "out"),
-                                           "--max_error_fraction", value])
+    runner.dataset_main("hotpotqa", _two_of_five(tmp_path) + ["--output_dir", str(tmp_path / "out"),
+                                                             "--max_error_fraction", value])
   assert e.value.code == 2
   err = capsys.readouterr().err.strip().splitlines()
   assert len(err) == 1 and "--max_error_fraction" in err[0], err
@@ -533,8 +532,9 @@ def test_max_error_fraction_is_validated(value, tmp_path, capsys):
 def records_dir(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("records")
   out = str(tmp / "out")
-  assert hotpotqa.main(_hotpot(tmp, _hotpot_good()) + ["--output_dir", out,
-                                                       "--log_level", "WARNING"] + SMALL) == 0
+  assert runner.dataset_main("hotpotqa", _hotpot(tmp, _hotpot_good()) + ["--output_dir", out,
+                                                                         "--log_level", "WARNING"]
+                             + SMALL) == 0
   return out
 
 

@@ -1,4 +1,4 @@
-"""Every ``python -m pipelines.<job>`` and ``python -m model.<command>`` keeps one command-line
+"""Every ``python -m pipelines <dataset>`` and ``python -m model.<command>`` keeps one command-line
 contract (``schemas/cli.py``): ``--help`` exits 0 with ``usage: python -m <module>``, help for
 every flag and an example whose flags parse; an unknown flag is one stderr line naming the
 closest real flag (exit 2) -- also when a required flag is missing; a renamed flag names its
@@ -15,8 +15,10 @@ from concurrent import futures
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PIPELINES = ["pipelines.hotpotqa", "pipelines.triviaqa", "pipelines.narrativeqa",
-             "pipelines.books", "pipelines.wikipedia", "pipelines.inspector"]
+# A dataset's job is the generic ``python -m pipelines <dataset>`` (its parser's module:
+# ``pipelines <dataset>``).
+PIPELINES = ["pipelines hotpotqa", "pipelines triviaqa", "pipelines narrativeqa",
+             "pipelines books", "pipelines wikipedia", "pipelines.inspector"]
 MODEL = ["model.train", "model.finetune", "model.pretrain", "model.predict", "model.evaluate",
          "model.roberta", "model.export"]
 COMMANDS = PIPELINES + MODEL
@@ -29,9 +31,10 @@ def _env():
   return env
 
 
-def _run(*args):
-  return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=_env(), text=True,
-                        capture_output=True, timeout=300)
+def _run(command, *args):
+  """``python -m <command> ARGS`` (``command``: a module, or ``pipelines <dataset>``)."""
+  return subprocess.run([sys.executable, "-m", *command.split(), *args], cwd=ROOT, env=_env(),
+                        text=True, capture_output=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +56,8 @@ def test_help_exits_0_with_usage_example_and_no_banner(helps, module):
 # The example of every command, parsed by the command's own main(): Parser.parse(_args) is
 # wrapped to stop right after a successful parse (pipelines: Beam's options checked too).
 # Shared by the scripts below: every Parser a command builds is recorded; parser_of(name)
-# imports the command's module and returns the parser its main() builds.
+# imports the command's module and returns its main (for ``pipelines <dataset>``: the generic
+# job's, with the dataset's name first) and the parser it builds.
 _CAPTURE = r"""
 import contextlib, importlib, io, json, re, sys
 from schemas import cli
@@ -68,14 +72,19 @@ def init(self, *a, **k):
 cli.Parser.__init__ = init
 
 def parser_of(name):
-  module = importlib.import_module(name)
+  words = name.split()
+  if len(words) == 1:
+    main = importlib.import_module(name).main
+  else:  # python -m pipelines <dataset>
+    generic = importlib.import_module(words[0] + ".__main__").main
+    main = lambda argv: generic(words[1:] + list(argv))
   del parsers[:]
   with contextlib.redirect_stderr(io.StringIO()):
     try:
-      module.main(["--nonexistent_flag_for_the_test"])
+      main(["--nonexistent_flag_for_the_test"])
     except SystemExit:
       pass
-  return module, [p for p in parsers if p.module == name][-1]
+  return main, [p for p in parsers if p.module == name][-1]
 """
 
 _PARSE_EXAMPLES = _CAPTURE + r"""
@@ -86,7 +95,7 @@ original_parse, original_parse_args = cli.Parser.parse, cli.Parser.parse_args
 
 def parse(self, argv=None):
   args, rest = original_parse(self, argv)
-  if self.module.startswith("pipelines.") and self.module != "pipelines.inspector":
+  if self.module.startswith("pipelines "):  # a dataset's job
     from pipelines import flags as pflags
     pflags.split_beam_args(self, rest)
   raise Parsed(vars(args))
@@ -97,10 +106,10 @@ def parse_args(self, args=None, namespace=None):
 cli.Parser.parse, cli.Parser.parse_args = parse, parse_args
 out = {}
 for name in sys.argv[1:]:
-  module, parser = parser_of(name)  # a bad flag: refused before the wrappers raise Parsed
+  main, parser = parser_of(name)  # a bad flag: refused before the wrappers raise Parsed
   argv = parser.example_argv()
   try:
-    module.main(argv)
+    main(argv)
     out[name] = {"error": "main() returned without parsing"}
   except Parsed as e:
     out[name] = {"argv": argv, "flags": {k: v for k, v in e.args[0].items()
@@ -139,9 +148,9 @@ def _typo(flag: str) -> str:
 
 
 TYPOS = {  # module -> a flag it has, misspelt by _typo
-    "pipelines.hotpotqa": "--output_dir", "pipelines.triviaqa": "--evidence_dir",
-    "pipelines.narrativeqa": "--seq_length", "pipelines.books": "--segments_per_pack",
-    "pipelines.wikipedia": "--max_segments_per_document", "pipelines.inspector": "--records_dir",
+    "pipelines hotpotqa": "--output_dir", "pipelines triviaqa": "--evidence_dir",
+    "pipelines narrativeqa": "--seq_length", "pipelines books": "--segments_per_pack",
+    "pipelines wikipedia": "--max_segments_per_document", "pipelines.inspector": "--records_dir",
     "model.train": "--learning_rate", "model.finetune": "--learning_rate",
     "model.pretrain": "--mention_mask_rate", "model.predict": "--records_dir",
     "model.evaluate": "--predictions", "model.roberta": "--model_dir",

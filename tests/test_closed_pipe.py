@@ -119,7 +119,8 @@ def test_commands_on_a_closed_pipe(tmp_path):
   records = tmp_path / "records"
   evaluate = ["-m", "model.evaluate", "--task", "hotpotqa", "--predictions", str(predictions),
               "--gold", str(gold)]
-  job = _start(["-m", "pipelines.hotpotqa", "--input", str(gold), "--output_dir", str(records)])
+  job = _start(["-m", "pipelines", "hotpotqa", "--input", str(gold), "--output_dir",
+                 str(records)])
   training = ("import sys; from model import faults\n"
               "@faults.command('model.train')\n"
               "def main():\n"

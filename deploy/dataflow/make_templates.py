@@ -2,11 +2,12 @@
 generated from the job's real command-line parser so that the parameters cannot drift from the
 flags.
 
-  python deploy/dataflow/make_templates.py           # (re)write the five files
+  python deploy/dataflow/make_templates.py           # (re)write the files, one per job
   python deploy/dataflow/make_templates.py --check   # exit 1 naming each file that differs
 
-The parser is the one ``pipelines.<job>.main`` builds (``pipelines.runner.job_main``: the shared
-flags plus the job's own), taken just before it parses anything.  Each visible flag is one
+The parser is the one ``python -m pipelines <job>`` builds (``pipelines.runner.dataset_main``,
+through ``job_main``: the shared flags plus the job's own), taken just before it parses
+anything.  Each visible flag is one
 parameter (``--noname`` spellings are the same parameter's ``false``); Beam's pipeline options
 are not parameters: Dataflow passes them itself (``gcloud dataflow flex-template run
 --parameters sdk_container_image=...,resource_hints=...`` also reaches them).  ``gcloud dataflow
@@ -16,7 +17,6 @@ flex-template build --metadata-file`` reads these files.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import re
@@ -46,12 +46,12 @@ class _Captured(Exception):
 
 
 def job_parser(job: str) -> argparse.ArgumentParser:
-  """The parser ``pipelines.<job>.main`` builds, taken when it is about to parse."""
+  """The parser ``python -m pipelines <job>`` builds (``pipelines.runner.dataset_main``), taken
+  when it is about to parse."""
   if REPO not in sys.path:
     sys.path.insert(0, REPO)
-  from pipelines import flags  # pylint: disable=g-import-not-at-top
+  from pipelines import flags, runner  # pylint: disable=g-import-not-at-top
 
-  module = importlib.import_module(f"pipelines.{job}")
   captured: Dict[str, argparse.ArgumentParser] = {}
 
   def parse(parser, argv=None):
@@ -62,13 +62,14 @@ def job_parser(job: str) -> argparse.ArgumentParser:
   real = flags.parse
   flags.parse = parse
   try:
-    module.main([])
+    runner.dataset_main(job, [])
   except _Captured:
     pass
   finally:
     flags.parse = real
   if "parser" not in captured:
-    raise RuntimeError(f"pipelines.{job}.main did not build its parser through pipelines.flags")
+    raise RuntimeError(f"python -m pipelines {job} did not build its parser through "
+                       f"pipelines.flags")
   return captured["parser"]
 
 
@@ -129,11 +130,11 @@ def parameter(parser: argparse.ArgumentParser, action: argparse.Action,
 
 
 def metadata(job: str) -> Dict[str, Any]:
-  """The Flex Template metadata of ``python -m pipelines.<job>``."""
+  """The Flex Template metadata of ``python -m pipelines <job>``."""
   parser = job_parser(job)
   summary = re.sub(r"\s+", " ", parser.description or job).strip()  # the dataset's description
   return {"name": f"readtwice-{job}",
-          "description": f"{summary} (readtwice: python -m pipelines.{job})",
+          "description": f"{summary} (readtwice: python -m pipelines {job})",
           "parameters": [parameter(parser, a, REQUIRED.get(job, frozenset()))
                          for a in flag_actions(parser)]}
 

@@ -47,7 +47,7 @@ class NarrativeQA(base.Task):
     if not isinstance(split, str) or not split:
       raise ValueError(f"{records_dir}: its manifest.json records no NarrativeQA split "
                        "(config.split), so the qaps.csv rows to score are unknown; rewrite the "
-                       "records with python -m pipelines.narrativeqa --split valid")
+                       "records with python -m pipelines narrativeqa --split valid")
     return {"split": split}
 
   def load_gold(self, path: str) -> List[Dict[str, str]]:

@@ -92,7 +92,7 @@ class AnnotationConfig:
     if self.entities_dir and not tables.has_entities(self.entities_dir):
       raise ValueError(f"--entities_dir {self.entities_dir!r} has no "
                        f"{entities_schema.ENTITIES_DIR}/{entities_schema.VOCABULARY_FILE} "
-                       f"(run python -m pipelines.wikipedia)")
+                       f"(run python -m pipelines wikipedia)")
     if self.batch_size < 1:
       raise ValueError(f"--annotate_batch_size must be >= 1, got {self.batch_size}")
     if self.ruler_patterns < 0:

@@ -6,7 +6,7 @@ A dataset folder holds its reader (source format -> :class:`pipelines.document.D
 Beam stages and text rules only it needs, its options and flags, and its spec; the stages every
 dataset shares live in ``pipelines/beam/`` and ``pipelines/text/``.  Registering a dataset is one
 line of :data:`DATASETS`.  The folders are imported lazily, on :func:`get`, so a job imports only
-its own dataset's code (and ``python -m pipelines.books`` never loads HotpotQA's or TriviaQA's).
+its own dataset's code (and ``python -m pipelines books`` never loads HotpotQA's or TriviaQA's).
 """
 
 from __future__ import annotations

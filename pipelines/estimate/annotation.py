@@ -30,7 +30,7 @@ def _alias_rows(entities_dir: str) -> int:
     paths = tables.alias_paths(entities_dir)
   except FileNotFoundError as e:
     raise UserError(f"--entities_dir {entities_dir}: {e} (the output dir of python -m "
-                    f"pipelines.wikipedia holds them)") from None
+                    f"pipelines wikipedia holds them)") from None
   rows = 0
   for path in paths:
     try:
@@ -38,7 +38,7 @@ def _alias_rows(entities_dir: str) -> int:
         rows += pq.ParquetFile(f).metadata.num_rows
     except Exception as e:  # pylint: disable=broad-except
       raise UserError(f"--entities_dir: {path} is not a readable Parquet alias file "
-                      f"({type(e).__name__}); rerun python -m pipelines.wikipedia") from None
+                      f"({type(e).__name__}); rerun python -m pipelines wikipedia") from None
   return rows
 
 

@@ -48,8 +48,8 @@ segmenter (:func:`fact_segments`) and rebuilt when a fact is cut or lands elsewh
 Entity ids come from the real annotation stage: a MediaWiki dump holds one page per entity
 (book, author, city) whose text links the other entities of its document by name
 (``[[Nevo Thanmar]]``) without stating any relation (the dump must not leak the facts), so
-``pipelines.wikipedia`` yields an entity vocabulary and alias table covering every name, and
-the HotpotQA job with ``--ner spacy --spacy_model blank:en --linker alias`` labels each
+``python -m pipelines wikipedia`` yields an entity vocabulary and alias table covering every
+name, and the HotpotQA job with ``--ner spacy --spacy_model blank:en --linker alias`` labels each
 mention in the records with its entity id.
 
 Outputs under ``--out_dir``: ``train.json``, ``dev.json`` (official layout; ``dev.json`` is the

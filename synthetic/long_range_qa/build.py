@@ -1,7 +1,7 @@
 """A long-range QA build: generates the documents, writes the files and runs the real jobs on
-them (``pipelines.wikipedia`` for the entity vocabulary, ``pipelines.hotpotqa`` with spaCy +
-alias linking per split) through :mod:`synthetic.jobs`, checks their manifests and records
-(read with :mod:`schemas.records_dir`), and reports; :func:`main` is
+them (``python -m pipelines wikipedia`` for the entity vocabulary, ``python -m pipelines
+hotpotqa`` with spaCy + alias linking per split) through :mod:`synthetic.jobs`, checks their
+manifests and records (read with :mod:`schemas.records_dir`), and reports; :func:`main` is
 ``python -m synthetic.long_range_qa``."""
 
 from __future__ import annotations
@@ -116,12 +116,12 @@ def build(out_dir: str, train_docs: Union[int, Sequence[LongRangeDoc]] = 600,
           parallel: int = 2, overwrite: bool = False) -> Dict[str, Any]:
   """Generates (``train_docs`` / ``dev_docs``: counts, or documents already generated) with
   seeds ``seed`` (train) and ``seed + 1`` (dev), writes the files (:func:`write`) and runs the
-  real jobs as subprocesses: ``pipelines.wikipedia`` on the dump (-> ``entities/``), then
-  ``pipelines.hotpotqa`` on each split with the annotation flags (-> ``records_<split>/``),
-  at most ``parallel`` at once.  Checks the manifests (every document written, nothing
-  rejected, cut or truncated) and the records (:func:`record_stats`); returns (and writes to
-  ``build.json``) paths, stats and timings.  An ``out_dir`` holding an earlier build is refused
-  unless ``overwrite``."""
+  real jobs as subprocesses: ``python -m pipelines wikipedia`` on the dump (-> ``entities/``),
+  then ``python -m pipelines hotpotqa`` on each split with the annotation flags
+  (-> ``records_<split>/``), at most ``parallel`` at once.  Checks the manifests (every
+  document written, nothing rejected, cut or truncated) and the records (:func:`record_stats`);
+  returns (and writes to ``build.json``) paths, stats and timings.  An ``out_dir`` holding an
+  earlier build is refused unless ``overwrite``."""
   t0 = time.perf_counter()
   if os.path.exists(os.path.join(out_dir, "build.json")) and not overwrite:
     raise FileExistsError(f"{out_dir} holds an earlier build; pass overwrite=True "
@@ -139,7 +139,7 @@ def build(out_dir: str, train_docs: Union[int, Sequence[LongRangeDoc]] = 600,
   pack = segments_per_pack or params.segments
   ents = os.path.join(out_dir, "entities")
   timings = {"generate": round(t_gen - t0, 2), "write": round(t_write - t_gen, 2)}
-  timings.update(harness.run_jobs([harness.Job("wikipedia", "pipelines.wikipedia", [
+  timings.update(harness.run_jobs([harness.Job("wikipedia", "wikipedia", [
       "--input", paths["dump"], "--output_dir", ents,
       "--seq_length", str(params.seq_length), "--overlap", "0", "--overwrite"],
       os.path.join(logs, "wikipedia.log"))], 1))
@@ -151,7 +151,7 @@ def build(out_dir: str, train_docs: Union[int, Sequence[LongRangeDoc]] = 600,
   for split, docs in zip(SPLITS, (train, dev)):
     paths[f"records_{split}"] = os.path.join(out_dir, f"records_{split}")
     if docs:
-      jobs.append(harness.Job(f"hotpotqa_{split}", "pipelines.hotpotqa", [
+      jobs.append(harness.Job(f"hotpotqa_{split}", "hotpotqa", [
           "--input", paths[split], "--output_dir",
           paths[f"records_{split}"], "--seq_length", str(params.seq_length),
           "--overlap", str(params.overlap), "--max_question_tokens",

@@ -1,7 +1,7 @@
 """A memory corpus build: generates the biographies, writes the dumps and runs the real jobs
-(``pipelines.wikipedia`` per split, and on the shared real samples ``pipelines.wikipedia`` and
-``pipelines.books`` when present) through :mod:`synthetic.jobs`; reports what the records hold
-for the memory-use check."""
+(``python -m pipelines wikipedia`` per split, and on the shared real samples ``python -m
+pipelines wikipedia`` and ``python -m pipelines books`` when present) through
+:mod:`synthetic.jobs`; reports what the records hold for the memory-use check."""
 
 from __future__ import annotations
 
@@ -137,19 +137,19 @@ def build(out_dir: str, seed: int = 0, train_docs: int = 600, heldout_docs: int 
   rec = _record_args(seq_length, segments_per_pack, overwrite)
   wiki, books = _samples(samples_dir) if include_samples else ([], [])
   # The training job is the long one: it runs on one core, the rest one after another beside it.
-  jobs = [harness.Job(split, "pipelines.wikipedia",
+  jobs = [harness.Job(split, "wikipedia",
                ["--input", paths[split], "--output_dir", os.path.join(out_dir, split)] + rec,
                os.path.join(logs, f"{split}.log")) for split in SPLITS]
   real: Dict[str, Any] = {"wikipedia": None, "books": None}
   real_wiki = os.path.join(out_dir, "real_wikipedia")
   if wiki:
-    jobs.append(harness.Job("real_wikipedia", "pipelines.wikipedia",
+    jobs.append(harness.Job("real_wikipedia", "wikipedia",
                      ["--input", ",".join(wiki), "--output_dir", real_wiki] + rec,
                      os.path.join(logs, "real_wikipedia.log"), after=["heldout"]))
   if books:
     ner = (["--ner", "spacy", "--linker", "alias", "--entities_dir", real_wiki,
             "--spacy_model", "blank:en", "--linker_min_count", "1"] if wiki else [])
-    jobs.append(harness.Job("real_books", "pipelines.books",
+    jobs.append(harness.Job("real_books", "books",
                      ["--input", ",".join(books), "--output_dir",
                       os.path.join(out_dir, "real_books")] + rec + ner,
                      os.path.join(logs, "real_books.log"),

@@ -5,14 +5,15 @@ pipelines on Dataflow"); nothing here talks to Google Cloud or builds an image.
   pipeline defines (read from the job's ``--help`` and its real parser), typed, required and
   defaulted as the flags are, and the committed files are what ``make_templates.py`` generates.
 * Each pipeline's job graph builds for the DataflowRunner without submitting: the real
-  ``python -m pipelines.<job>`` path and the Flex Template launcher's path, with Beam's
+  ``python -m pipelines <job>`` path and the Flex Template launcher's path, with Beam's
   ``dry_run`` test option (the runner translates the graph and stops before staging or
   submitting), on tiny local inputs.  The rendered Dataflow job environment carries the custom
   container, machine type, autoscaling and resource hints.
 * The Dockerfile is Beam's Python 3.11 SDK image at the pinned Beam version and installs the
-  ``pipeline`` extra at the requirements.txt pins, without TensorFlow; the Cloud Build config,
-  launcher scripts, worker requirements file and the commands of docs/dataflow.md agree with the
-  templates.
+  ``pipeline`` extra at the requirements.txt pins, without TensorFlow; its launcher stage takes
+  its job from the registry (``pipelines.JOBS``) and runs it through the one entry point
+  ``launch.py``; the Cloud Build config, worker requirements file and the commands of
+  docs/dataflow.md agree with the templates.
 
 Negative cases show that each check fails on what it is meant to catch.
 """
@@ -28,6 +29,7 @@ import json
 import os
 import re
 import shlex
+import subprocess
 import sys
 from typing import Dict, List, Sequence, Tuple
 
@@ -64,6 +66,7 @@ def _load(name: str):
 
 make_templates = _load("make_templates")
 flex_launcher = _load("flex_launcher")
+launch = _load("launch")  # imports flex_launcher: the module loaded above
 check_image = _load("check_image")
 
 
@@ -81,37 +84,73 @@ pytestmark = pytest.mark.usefixtures("restore_logging")  # tests/conftest.py
 
 # --- the jobs ---------------------------------------------------------------------------------
 
-def test_every_pipeline_is_deployed():
-  """Every module of pipelines/ with a job command line (runner.dataset_main; besides the
-  generic ``python -m pipelines <dataset>``) has a template, a launcher script and a Cloud Build
-  step, and the lists agree."""
-  found = {name[:-3] for name in os.listdir(os.path.join(REPO, "pipelines"))
-           if name.endswith(".py") and name != "__main__.py"
-           and "runner.dataset_main(" in read(os.path.join(REPO, "pipelines", name))}
-  assert found == set(JOBS)
+def test_every_deployed_dataset_is_deployed():
+  """Every deployed dataset of the registry (``pipelines.JOBS``) has a template (and a Cloud
+  Build step, below); all of them run through the one entry point ``launch.py`` and the generic
+  ``python -m pipelines <dataset>``: no per-dataset launcher script or pipelines module."""
   assert tuple(pipelines.JOBS) == JOBS  # what the launcher, templates and image check use
   assert sorted(os.listdir(make_templates.TEMPLATES)) == sorted(f"{j}.json" for j in JOBS)
-  scripts = sorted(n for n in os.listdir(DEPLOY) if n.startswith("launch_"))
-  assert scripts == sorted(f"launch_{j}.py" for j in JOBS)
+  assert sorted(n for n in os.listdir(DEPLOY) if n.startswith("launch")) == ["launch.py"]
+  assert not [n for n in os.listdir(os.path.join(REPO, "pipelines")) if n[:-3] in JOBS]
 
 
 @pytest.mark.parametrize("job", JOBS)
-def test_launch_script_runs_its_job(job):
-  tree = ast.parse(read(os.path.join(DEPLOY, f"launch_{job}.py")))
-  calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
-           and isinstance(n.func, ast.Attribute) and n.func.attr == "main"
-           and isinstance(n.func.value, ast.Name) and n.func.value.id == "flex_launcher"]
-  assert [ast.literal_eval(c.args[0]) for c in calls] == [job]
+def test_launch_script_runs_the_job_its_image_names(job, monkeypatch):
+  calls = []
+  monkeypatch.setattr(flex_launcher, "main", lambda j, argv=None: calls.append((j, argv)) or 0)
+  monkeypatch.setenv(launch.JOB_ENV, job)
+  assert launch.main(["--input=x"]) == 0
+  assert calls == [(job, ["--input=x"])]
+
+
+def _launch(job, *argv) -> subprocess.CompletedProcess:
+  """``python deploy/dataflow/launch.py ARGV`` with ``$READTWICE_JOB`` set to ``job`` (None:
+  unset), as the launcher image runs it."""
+  env = dict(os.environ, PYTHONPATH=REPO)
+  env.pop(launch.JOB_ENV, None)
+  env.pop("FLEX_TEMPLATE_PYTHON_PY_FILE", None)
+  if job is not None:
+    env[launch.JOB_ENV] = job
+  return subprocess.run([sys.executable, os.path.join(DEPLOY, "launch.py"), *argv], cwd=REPO,
+                        env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("job, line", [
+    (None, "launch.py: error: $READTWICE_JOB names no job (the launcher image sets it from "
+           "--build-arg JOB=<name>)"),
+    ("", "launch.py: error: $READTWICE_JOB names no job (the launcher image sets it from "
+         "--build-arg JOB=<name>)"),
+    ("hotpotq", "launch.py: error: $READTWICE_JOB: unknown job 'hotpotq'; one of "
+                + ", ".join(JOBS)),
+    ("jsonl_qa", "launch.py: error: $READTWICE_JOB: unknown job 'jsonl_qa'; one of "
+                 + ", ".join(JOBS)),  # registered, but not deployed
+])
+def test_launch_script_refuses_a_missing_or_unknown_job_with_one_line(job, line):
+  proc = _launch(job, "--input=x", "--output_dir=y")
+  assert proc.returncode == 2, proc.stderr
+  assert proc.stdout == "" and proc.stderr.splitlines() == [line]
+
+
+def test_launch_script_reaches_the_jobs_command_line():
+  """``READTWICE_JOB=hotpotqa``: the job's own parser answers (a typo is its one-line usage
+  error, exit 2, before any work)."""
+  proc = _launch("hotpotqa", "--input=x", "--output_dir=y", "--seq_lenght=9")
+  assert proc.returncode == 2, proc.stderr
+  assert proc.stderr.splitlines() == [
+      "python -m pipelines hotpotqa: error: unknown flag --seq_lenght (did you mean "
+      "--seq_length?); see --help"]
+  with pytest.raises(ValueError, match="unknown job 'jsonl_qa'"):
+    flex_launcher.main("jsonl_qa", [])
 
 
 # --- templates --------------------------------------------------------------------------------
 
 def help_flags(job: str) -> List[str]:
-  """The flags ``python -m pipelines.<job> --help`` shows in its usage line (in order)."""
-  module = importlib.import_module(f"pipelines.{job}")
+  """The flags ``python -m pipelines <job> --help`` shows in its usage line (in order)."""
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   out = io.StringIO()
   with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exit_info:
-    module.main(["--help"])
+    runner.dataset_main(job, ["--help"])
   assert exit_info.value.code == 0
   usage = out.getvalue().split("\n\n")[0]
   assert usage.startswith("usage:")
@@ -120,7 +159,8 @@ def help_flags(job: str) -> List[str]:
 
 
 def template_problems(job: str, meta: Dict) -> List[str]:
-  """How ``meta`` (a template's metadata) disagrees with the flags of ``pipelines.<job>``."""
+  """How ``meta`` (a template's metadata) disagrees with the flags of ``python -m pipelines
+  <job>``."""
   parser = make_templates.job_parser(job)
   by_option = {s: a for a in parser._actions for s in a.option_strings}  # pylint: disable=protected-access
   params = meta.get("parameters", [])
@@ -342,12 +382,12 @@ def graph_summary(result) -> Tuple[List[str], Dict[str, bytes], str]:
 @pytest.mark.parametrize("job", JOBS)
 def test_job_graph_builds_for_dataflow_without_submitting(job, tmp_path, monkeypatch, capsys):
   from apache_beam.runners.dataflow.dataflow_runner import DataflowRunner  # pylint: disable=g-import-not-at-top
-  module = importlib.import_module(f"pipelines.{job}")
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   flags = tiny_inputs(job, str(tmp_path / "in"))
-  # The job's own command line, as `python -m pipelines.<job> ... --runner DataflowRunner`.
+  # The job's own command line, as `python -m pipelines <job> ... --runner DataflowRunner`.
   with dataflow_dry_run(stop=True) as runs, pytest.raises(_Built):
-    module.main(flags + ["--output_dir", str(tmp_path / "out")] + DATAFLOW
-                + [f"--sdk_container_image={IMAGE}:worker"])
+    runner.dataset_main(job, flags + ["--output_dir", str(tmp_path / "out")] + DATAFLOW
+                        + [f"--sdk_container_image={IMAGE}:worker"])
   (p, result), = runs
   assert isinstance(p.runner, DataflowRunner) and result.job is not None
   names, hints, image = graph_summary(result)
@@ -365,7 +405,7 @@ def test_job_graph_builds_for_dataflow_without_submitting(job, tmp_path, monkeyp
   # The Flex Template launch of the same job: parameters as --name=value (booleans as
   # true/false), the worker image from the launcher image's environment, and no wait.
   monkeypatch.setenv(flex_launcher.SDK_IMAGE_ENV, f"{IMAGE}:flex")
-  monkeypatch.setenv("FLEX_TEMPLATE_PYTHON_PY_FILE", f"/template/launch_{job}.py")  # adds --nowait
+  monkeypatch.setenv("FLEX_TEMPLATE_PYTHON_PY_FILE", "/template/launch.py")  # adds --nowait
   flex = [f"{a}={b}" for a, b in zip(flags[::2], flags[1::2])]
   flex += [f"--output_dir={tmp_path / 'flex_out'}", "--overwrite=false", "--deduplicate=true",
            "--template_location=gs://fake-bucket/staging/job_object"] + DATAFLOW
@@ -414,7 +454,7 @@ def test_launcher_default_image_and_runner(monkeypatch):
   assert flex_launcher.with_defaults([]) == ["--sdk_container_image=img:1"]
   assert flex_launcher.with_defaults(["--sdk_container_image=other"]) == [
       "--sdk_container_image=other"]
-  monkeypatch.setenv("FLEX_TEMPLATE_PYTHON_PY_FILE", "/template/launch_books.py")
+  monkeypatch.setenv("FLEX_TEMPLATE_PYTHON_PY_FILE", "/template/launch.py")
   assert flex_launcher.with_defaults(["--sdk_container_image", "o"]) == [
       "--sdk_container_image", "o", "--runner=DataflowRunner", "--nowait"]
   assert flex_launcher.with_defaults(["--runner=DirectRunner", "--sdk_container_image=o",
@@ -496,11 +536,28 @@ def dockerfile_problems(text: str) -> List[str]:
   if "COPY --from=flex_template_launcher /opt/google/dataflow/python_template_launcher" \
       not in text:
     problems.append("the launcher binary is not copied in")
-  if "FLEX_TEMPLATE_PYTHON_PY_FILE=/template/launch_${JOB}.py" not in text:
-    problems.append("the launcher stage does not name the job's entry point")
+  launcher = text.split(" AS launcher", 1)[-1]
+  if "FLEX_TEMPLATE_PYTHON_PY_FILE=/template/launch.py" not in launcher:
+    problems.append("the launcher stage does not name the entry point every job shares")
+  if not re.search(r"^ENV READTWICE_JOB=\$\{JOB\}", launcher, re.M):
+    problems.append("the launcher stage does not set READTWICE_JOB from --build-arg JOB")
+  if "from pipelines import JOBS" not in job_check(text):
+    problems.append("the launcher stage does not check JOB against the registry")
+  listed = [j for j in pipelines.JOBS if j in launcher]
+  if listed:
+    problems.append(f"the launcher stage names jobs itself ({', '.join(listed)}): the registry "
+                    f"is the list")
   if 'ENTRYPOINT ["/opt/apache/beam/boot"]' not in text:
     problems.append("the entrypoint is not Beam's worker boot")
   return problems
+
+
+def job_check(text: str) -> str:
+  """The shell command of the launcher stage's RUN step that checks ``JOB`` (Docker's line
+  continuations joined), or "" if there is none."""
+  launcher = text.split(" AS launcher", 1)[-1]
+  runs = [r.replace("\\\n", "") for r in re.findall(r"^RUN\s+((?:.*\\\n)*.*)$", launcher, re.M)]
+  return next((r for r in runs if "JOB" in r), "")
 
 
 def test_dockerfile_is_the_pinned_beam_sdk_image_with_the_pipeline_extra():
@@ -515,6 +572,60 @@ def test_dockerfile_is_the_pinned_beam_sdk_image_with_the_pipeline_extra():
   assert dockerfile_problems(text.replace('".[pipeline]"', '".[dev]"'))
   assert dockerfile_problems(text.replace("pip check\n", "pip check && pip install "
                                           "tensorflow-cpu\n", 1))
+  assert dockerfile_problems(text.replace("/template/launch.py", "/template/launch_${JOB}.py"))
+  assert dockerfile_problems(text.replace("ENV READTWICE_JOB=${JOB}", "ENV READTWICE_JOB=books"))
+  assert dockerfile_problems(text.replace("from pipelines import JOBS;", "JOBS = ('books',);"))
+
+
+def _refusal(job: str) -> str:
+  return (f"--build-arg JOB=<name> is required, <name> one of {'|'.join(JOBS)} (the deployed "
+          f"datasets of pipelines/datasets); got {job!r}")
+
+
+def _run_job_check(check: str, job: str) -> subprocess.CompletedProcess:
+  """The JOB check as Docker runs it (``/bin/sh -c`` with the build arg in the environment)."""
+  env = dict(os.environ, JOB=job, PYTHONPATH=REPO,
+             PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+  return subprocess.run(["/bin/sh", "-c", check], cwd=REPO, env=env, capture_output=True,
+                        text=True, timeout=300)
+
+
+def test_dockerfile_accepts_exactly_the_registrys_jobs(capsys):
+  """The launcher stage's JOB check reads ``pipelines.JOBS``: every deployed dataset passes and
+  anything else (empty, a typo, a dataset that is not deployed) fails naming the jobs.  Its
+  Python program runs here (in this process: one process per job would cost ~1.5 s each); the
+  shell form is run as Docker runs it by the next test."""
+  check = job_check(read(os.path.join(DEPLOY, "Dockerfile")))
+  words = shlex.split(check)
+  assert words[:2] == ["python", "-c"] and words[3:] == ["${JOB}"], words
+  program = compile(words[2], "<Dockerfile JOB check>", "exec")
+  for job in [*JOBS, "", "hotpotq", "jsonl_qa"]:
+    with pytest.raises(SystemExit) as stop, mock_argv(["-c", job]):
+      exec(program, {"__name__": "__main__"})  # pylint: disable=exec-used
+    if job in pipelines.JOBS:
+      assert stop.value.code == 0, job
+    else:  # sys.exit(text): Python prints the text on stderr and exits 1
+      assert stop.value.code == _refusal(job), job
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("job", ["books", "hotpotq"])
+def test_dockerfile_job_check_runs_as_docker_runs_it(job):
+  proc = _run_job_check(job_check(read(os.path.join(DEPLOY, "Dockerfile"))), job)
+  if job in pipelines.JOBS:
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+  else:
+    assert proc.returncode == 1 and proc.stderr.splitlines() == [_refusal(job)]
+
+
+@contextlib.contextmanager
+def mock_argv(argv):
+  saved = sys.argv
+  sys.argv = list(argv)
+  try:
+    yield
+  finally:
+    sys.argv = saved
 
 
 def test_dockerfile_copies_only_what_exists_and_the_context_keeps(monkeypatch):
@@ -686,14 +797,15 @@ def test_readme_direct_dataflow_command_parses():
   from apache_beam.options.pipeline_options import (  # pylint: disable=g-import-not-at-top
       GoogleCloudOptions, PipelineOptions, WorkerOptions)
   from pipelines import flags  # pylint: disable=g-import-not-at-top
-  direct = [c for c in commands(readme_section()) if c.startswith("python -m pipelines.")
+  direct = [c for c in commands(readme_section()) if c.startswith("python -m pipelines ")
             and "DataflowRunner" in c]
   assert direct
   for cmd in direct:
     argv = shlex.split(fill(cmd))
-    job = argv[2].split(".", 1)[1]
+    job = argv[3]
+    assert job in JOBS, cmd
     parser = make_templates.job_parser(job)
-    args, beam_args = flags.parse(parser, argv[3:])
+    args, beam_args = flags.parse(parser, argv[4:])
     flags.records_config(parser, args)
     options = PipelineOptions(beam_args)
     assert options.view_as(WorkerOptions).sdk_container_image == f"{IMAGE}:0123abc"

@@ -1,13 +1,14 @@
 """Golden outputs of the five jobs: byte-identical before and after a refactoring (issue 26).
 
-Each case runs one or more jobs in-process (``main(argv)``, the local in-memory FnApiRunner) with
-fixed small flags on a deterministic input -- generated (``tests/golden/inputs.py``: seeded demo
-generators plus the pipeline tests' hand-made edge cases) or the shared real-format samples
-(``../shared/samples``; those cases skip when it is absent) -- and fingerprints the output
-directory: the sha256 of every file's bytes, keyed by its path relative to the output directory
-(records shards, ``documents/``, ``dead_letter/``, ``skipped/``, ``manifest.json``,
-``COMPLETED``, and the side files: ``entities/*.parquet``, ``stats.json``, ``stats.png``), plus
-the job's exit code.  The expected fingerprints are ``tests/golden/fingerprints.json``.
+Each case runs one or more jobs in-process (``runner.dataset_main(job, argv)``, the local
+in-memory FnApiRunner) with fixed small flags on a deterministic input -- generated
+(``tests/golden/inputs.py``: seeded demo generators plus the pipeline tests' hand-made edge
+cases) or the shared real-format samples (``../shared/samples``; those cases skip when it is
+absent) -- and fingerprints the output directory: the sha256 of every file's bytes, keyed by
+its path relative to the output directory (records shards, ``documents/``, ``dead_letter/``,
+``skipped/``, ``manifest.json``, ``COMPLETED``, and the side files: ``entities/*.parquet``,
+``stats.json``, ``stats.png``), plus the job's exit code.  The expected fingerprints are
+``tests/golden/fingerprints.json``.
 
 What is normalised before hashing, and why (nothing else is; everything else was checked to be
 byte-identical across runs in separate processes and directories):
@@ -48,7 +49,7 @@ from typing import Callable, Dict, List, Optional
 
 import pytest
 
-from pipelines import books, hotpotqa, narrativeqa, triviaqa, wikipedia
+from pipelines import runner
 from tests.golden import inputs
 
 pytestmark = pytest.mark.slow
@@ -59,9 +60,6 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 SAMPLES = os.path.abspath(os.path.join(REPO, "..", "shared", "samples"))
 UPDATE = os.environ.get("READTWICE_UPDATE_GOLDEN") == "1"
 
-MAINS: Dict[str, Callable[[List[str]], int]] = {
-    "hotpotqa": hotpotqa.main, "triviaqa": triviaqa.main, "narrativeqa": narrativeqa.main,
-    "books": books.main, "wikipedia": wikipedia.main}
 # Fixed for every run (a case adds its own flags after these).  The inputs hold bad records on
 # purpose, more than the default error budget (0.1) allows: any share is accepted (as the
 # default was when the fingerprints were made).
@@ -192,7 +190,7 @@ def run_case(case: Case, tmp: str) -> Dict[str, str]:
     outs[run.name] = out
     flags = [re.sub(r"\{out:([^}]+)\}", lambda m: outs[m.group(1)], f) for f in run.flags]
     argv = run.args(os.path.join(tmp, "in", run.name)) + ["--output_dir", out] + FLAGS + flags
-    rc = MAINS[run.job](argv)
+    rc = runner.dataset_main(run.job, argv)
     assert rc == run.rc, f"{case.name}/{run.name}: exit {rc}, expected {run.rc}"
     result[f"{run.name}/(exit code)"] = str(rc)
     result.update({f"{run.name}/{rel}": h for rel, h in fingerprint(out, replacements).items()})

@@ -15,7 +15,7 @@ import pytest
 from model import configs, predict
 from model import train_lib
 from model import pack_reader as input_lib
-from pipelines import hotpotqa
+from pipelines import runner
 from pipelines.inspector import decoder, record_io, text_view
 from schemas import documents as documents_schema
 from schemas import tfrecord_io
@@ -40,7 +40,8 @@ def runs(tmp_path_factory):
   out = {}
   for name, compression in (("none", "none"), ("gzip", "gzip"), ("gzip2", "gzip")):
     out[name] = str(tmp / name)
-    hotpotqa.run(path, out[name], dataclasses.replace(SMALL, compression=compression))
+    runner.run_dataset("hotpotqa", path, out[name],
+                       dataclasses.replace(SMALL, compression=compression))
   return out
 
 

@@ -180,7 +180,7 @@ def test_narrativeqa_dev_records_without_split(tmp_path, base_records):
   message = str(e.value)
   assert "\n" not in message and message.startswith(f"{records_dir}: its manifest.json "
                                                     "records no NarrativeQA split"), message
-  assert "pipelines.narrativeqa --split" in message
+  assert "python -m pipelines narrativeqa --split" in message
 
 
 def test_gold_without_the_dev_split_fails_before_training(tmp_path, base_records):

@@ -11,7 +11,7 @@ from model import configs, evaluate, evaluate_lib, predict
 from model import train_lib
 from model import book_memory
 from model import pack_reader as input_lib
-from pipelines import narrativeqa
+from pipelines import runner
 from schemas import documents as documents_schema
 from tests.pipelines.datasets.narrativeqa.test_dataset import SAMPLES, make_layout
 
@@ -47,9 +47,9 @@ def test_narrativeqa_chain_on_fixtures(tmp_path, scope):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
   # One segment per pack: a story's sub-documents lie in different packs.
-  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test"]
-                          + FLAGS[:6] + ["--segments_per_pack", "1", "--max_error_fraction", "1"]
-                          + FLAGS[8:]) == 0
+  assert runner.dataset_main(
+      "narrativeqa", ["--input", qaps, "--output_dir", out, "--split", "test"] + FLAGS[:6]
+      + ["--segments_per_pack", "1", "--max_error_fraction", "1"] + FLAGS[8:]) == 0
   ex = _sub_documents(out)
   assert ex["sub_documents"] > ex["documents"] == 4  # stories over several sub-documents
   assert ex["packs"] == ex["sub_documents"]
@@ -101,9 +101,9 @@ def test_narrativeqa_chain_on_the_time_machine(tmp_path):
     for q, a1, a2 in TM_QUESTIONS:
       w.writerow([TIME_MACHINE, "test", q, a1, a2, "", "", ""])
   out = str(tmp_path / "out")
-  assert narrativeqa.main(["--input", str(root / "qaps.csv"), "--output_dir", out, "--split",
-                           "test", "--seq_length", "512", "--max_segments_per_document",
-                           "32"]) == 0
+  assert runner.dataset_main("narrativeqa", ["--input", str(root / "qaps.csv"), "--output_dir", out,
+                                             "--split", "test", "--seq_length", "512",
+                                             "--max_segments_per_document", "32"]) == 0
   with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
     m = json.load(f)
   assert m["counts"]["written"] == 3 and m["stages"]["segment"]["texts_tokenised"] == 4
@@ -118,12 +118,13 @@ def test_narrativeqa_chain_on_the_time_machine(tmp_path):
 
 
 def _triviaqa_chain(tmp_path, question_file, evidence, per_document):
-  from pipelines import triviaqa  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   out = str(tmp_path / "out")
   # The fixtures hold questions the pipeline dead-letters on purpose (more than the default
   # 10% error budget): this chain is about what the model reads, so they are accepted.
-  assert triviaqa.main(["--input", question_file, "--evidence_dir", evidence, "--output_dir",
-                        out, "--max_error_fraction", "1"] + FLAGS) == 0
+  assert runner.dataset_main("triviaqa", ["--input", question_file, "--evidence_dir", evidence,
+                                          "--output_dir", out, "--max_error_fraction", "1"]
+                             + FLAGS) == 0
   flags = ["--per_document"] if per_document else []
   preds, metrics = _chain(out, tmp_path, "triviaqa", question_file, *flags)
   with open(question_file, encoding="utf-8") as f:
@@ -182,9 +183,9 @@ def test_finetune_with_whole_book_memory(tmp_path, capsys):
   from model import finetune  # pylint: disable=g-import-not-at-top
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
-  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test"]
-                          + FLAGS[:6] + ["--segments_per_pack", "1", "--max_error_fraction", "1"]
-                          + FLAGS[8:]) == 0
+  assert runner.dataset_main(
+      "narrativeqa", ["--input", qaps, "--output_dir", out, "--split", "test"] + FLAGS[:6]
+      + ["--segments_per_pack", "1", "--max_error_fraction", "1"] + FLAGS[8:]) == 0
   capsys.readouterr()
   model_dir = str(tmp_path / "model")
   assert finetune.main(["--task", "narrativeqa", "--records_dir", out, "--dev_records_dir", out,

@@ -108,12 +108,12 @@ def test_train_cli_trains_readtwice_e_on_wikipedia_records(tmp_path, capsys):
   import json  # pylint: disable=g-import-not-at-top
   from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
   from model import train  # pylint: disable=g-import-not-at-top
-  from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   from tests.pipelines.datasets.wikipedia.test_dataset import PAGES, SMALL  # pylint: disable=g-import-not-at-top
   dump = str(tmp_path / "tiny-pages-articles.xml.bz2")
   synth.write_dump(PAGES, dump)
   out = str(tmp_path / "records")
-  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
+  assert runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", out] + SMALL) == 0
   capsys.readouterr()
   assert train.main(["--records_dir", out, "--model_dir", str(tmp_path / "m"), "--preset",
                      "tiny_e", "--steps", "2"]) == 0

@@ -11,7 +11,7 @@ import tensorflow as tf
 from schemas import documents as documents_schema
 from schemas import example_proto, records, tfrecord_io
 from model import pack_reader as input_lib
-from pipelines import hotpotqa
+from pipelines import runner
 from pipelines.beam.config import RecordsConfig
 from pipelines.text.segmenter import SegmenterConfig
 
@@ -36,7 +36,7 @@ def out_dir(tmp_path_factory):
   path = tmp / "in.json"
   path.write_text(json.dumps(data))
   out = str(tmp / "out")
-  hotpotqa.run(str(path), out, CONFIG)
+  runner.run_dataset("hotpotqa", str(path), out, CONFIG)
   return out
 
 

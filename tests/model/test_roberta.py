@@ -297,13 +297,13 @@ def test_pretrain_driver_starts_from_roberta(tmp_path, capsys):
   first model equals the checkpoint's encoder."""
   from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
   from model import pretrain  # pylint: disable=g-import-not-at-top
-  from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   dump = str(tmp_path / "pages-articles.xml.bz2")
   synth.write_dump(synth.generate_pages(6, seed=2, words_per_page=80), dump)
   records = str(tmp_path / "records")
   small = ["--seq_length", "64", "--overlap", "8", "--max_segments_per_document", "4",
            "--segments_per_pack", "8", "--max_question_tokens", "8"]
-  assert wikipedia.main(["--input", dump, "--output_dir", records] + small) == 0
+  assert runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", records] + small) == 0
   ours = roberta_mapping.default_tokens()  # what the pipeline's tokenizer numbers
   hf_dir = str(reference.DATA_DIR / "pretrain")
   with open(os.path.join(hf_dir, "vocab.json")) as f:

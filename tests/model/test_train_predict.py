@@ -122,7 +122,7 @@ def test_train_reduces_loss_and_predict(tmp_path, capsys):
                        nqa_path, "--task", "triviaqa"]) == 1
   assert capsys.readouterr().err.splitlines() == [
       f"python -m model.predict: error: --task triviaqa contradicts the records: {records_dir} "
-      "was written by pipelines.hotpotqa; leave --task out"]
+      "was written by python -m pipelines hotpotqa; leave --task out"]
   assert predict.main(["--records_dir", tqa_records, "--model_dir", model_dir, "--output",
                        nqa_path, "--noper_document"]) == 1
   assert "--noper_document contradicts the records" in capsys.readouterr().err

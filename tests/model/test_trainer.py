@@ -25,13 +25,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def wiki_records(tmp_path_factory):
   """The Wikipedia job's records of the small synthetic dump: link mentions with ids."""
   from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
-  from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   from tests.pipelines.datasets.wikipedia.test_dataset import SMALL  # pylint: disable=g-import-not-at-top
   tmp = tmp_path_factory.mktemp("wiki")
   dump = str(tmp / "pages-articles.xml.bz2")
   synth.write_dump(synth.generate_pages(24, seed=1, words_per_page=120), dump)
   out = str(tmp / "records")
-  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
+  assert runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", out] + SMALL) == 0
   return out
 
 
@@ -154,16 +154,17 @@ def test_finetune_on_hotpotqa_pipeline_output(tmp_path, capsys):
   """The user's path: official-format files -> the HotpotQA job -> model.finetune with dev
   evaluation against the official dev file -> model.predict on the best model."""
   from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
-  from pipelines import hotpotqa  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   dirs = {}
   for split, n, seed in (("train", 24, 0), ("dev", 8, 1)):
     path = str(tmp_path / f"{split}.json")
     with open(path, "w") as f:
       json.dump(synthetic_hotpotqa.make_questions(n, seed=seed), f)
     dirs[split] = str(tmp_path / f"records_{split}")
-    assert hotpotqa.main(["--input", path, "--output_dir", dirs[split], "--seq_length", "128",
-                          "--overlap", "32", "--max_question_tokens", "32",
-                          "--segments_per_pack", "8", "--max_segments_per_document", "8"]) == 0
+    assert runner.dataset_main("hotpotqa", ["--input", path, "--output_dir", dirs[split],
+                                            "--seq_length", "128", "--overlap", "32",
+                                            "--max_question_tokens", "32", "--segments_per_pack",
+                                            "8", "--max_segments_per_document", "8"]) == 0
   capsys.readouterr()
   model_dir = str(tmp_path / "m")
   assert finetune.main(["--task", "hotpotqa", "--records_dir", dirs["train"], "--dev_records_dir",

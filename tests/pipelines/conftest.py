@@ -8,14 +8,14 @@ def entities_dir(tmp_path_factory):
   """The output dir of the Wikipedia job over the hand-made pages of
   ``tests.pipelines.datasets.wikipedia.test_dataset`` (entity vocabulary and alias table: Paris, France, Seine, ...)."""
   from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
-  from pipelines import wikipedia  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   from tests.pipelines.datasets.wikipedia.test_dataset import (  # pylint: disable=g-import-not-at-top
       PAGES, SMALL)
   base = tmp_path_factory.mktemp("wiki")
   dump = str(base / "tiny-pages-articles.xml.bz2")
   synth.write_dump(PAGES, dump)
   out = str(base / "out")
-  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
+  assert runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", out] + SMALL) == 0
   return out
 
 

@@ -103,10 +103,10 @@ PARAS = [["Paris", ["Paris is the capital of France.", " It hosts the Louvre."]]
 
 
 def run_main(argv, capsys):
-  """(exit status, stdout, stderr) of ``python -m pipelines.hotpotqa`` run in-process."""
-  from pipelines import hotpotqa  # pylint: disable=g-import-not-at-top
+  """(exit status, stdout, stderr) of ``python -m pipelines hotpotqa`` run in-process."""
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   try:
-    code = hotpotqa.main(argv)
+    code = runner.dataset_main("hotpotqa", argv)
   except SystemExit as e:
     code = e.code
   out, err = capsys.readouterr()
@@ -117,6 +117,6 @@ def one_error_line(err: str) -> str:
   """The one line of ``err``, checked to be the HotpotQA job's error line (no traceback)."""
   lines = [l for l in err.splitlines() if l.strip()]
   assert len(lines) == 1, err
-  assert lines[0].startswith("python -m pipelines.hotpotqa: error: "), err
+  assert lines[0].startswith("python -m pipelines hotpotqa: error: "), err
   assert "Traceback" not in err
   return lines[0]

@@ -342,7 +342,7 @@ def test_the_job_module_estimates_in_a_subprocess_writing_no_temporary_file(tmp_
   private = tmp_path / "tmpdir"
   private.mkdir()
   env = dict(os.environ, TMPDIR=str(private), TF_CPP_MIN_LOG_LEVEL="2")
-  proc = subprocess.run([sys.executable, "-m", "pipelines.triviaqa", *argv, "--output_dir",
+  proc = subprocess.run([sys.executable, "-m", "pipelines", "triviaqa", *argv, "--output_dir",
                          str(tmp_path / "o"), "--estimate"], cwd=str(REPO_ROOT), env=env,
                         capture_output=True, text=True, timeout=300)
   assert proc.returncode == 0, proc.stderr

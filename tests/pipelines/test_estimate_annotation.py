@@ -92,13 +92,13 @@ def test_an_entities_dir_without_readable_alias_files_is_one_line(tmp_path):
   files[0].write_bytes(b"not parquet")
   with pytest.raises(UserError, match=r"aliases-00000-of-00002\.parquet is not a readable "
                                       r"Parquet alias file \(ArrowInvalid\); rerun python -m "
-                                      r"pipelines\.wikipedia$"):
+                                      r"pipelines wikipedia$"):
     run_estimate(config)
   for f in files:
     f.unlink()
   with pytest.raises(UserError, match=r"--entities_dir .*wiki: no alias files match .*"
                                       r"aliases-\*\.parquet \(the output dir of python -m "
-                                      r"pipelines\.wikipedia holds them\)$"):
+                                      r"pipelines wikipedia holds them\)$"):
     run_estimate(config)
 
 

@@ -25,7 +25,6 @@ import uuid
 
 import pytest
 
-from pipelines import hotpotqa
 from pipelines import runner
 from pipelines.beam import claim as claim_lib
 from pipelines.beam import spill, writer
@@ -212,7 +211,7 @@ def test_a_failed_run_deletes_its_own_outputs_only_when_asked(tmp_path):
 
 def _main(argv, capsys):
   capsys.readouterr()
-  rc = hotpotqa.main(list(argv))
+  rc = runner.dataset_main("hotpotqa", list(argv))
   return rc, capsys.readouterr().err
 
 
@@ -232,7 +231,7 @@ def test_a_fault_at_each_phase_in_process(fault, code, rerun, inputs, tmp_path, 
   rc, err = _main(["--input", inputs["small"], "--output_dir", out] + SMALL, capsys)
   assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == previous
   assert rc == code, err
-  line = _one_error_line(err, "python -m pipelines.hotpotqa")
+  line = _one_error_line(err, "python -m pipelines hotpotqa")
   phase = fault.partition(":")[0]
   if code == 1:
     kind = {"shards": "records-00000-of-00001.tfrecord",

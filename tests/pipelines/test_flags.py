@@ -82,11 +82,11 @@ def test_missing_required_flag(small_input, capsys):
 def test_help_exits_0_with_a_real_example(capsys):
   code, stdout, _ = run_main(["--help"], capsys)
   assert code == 0
-  assert "example:\n  python -m pipelines.hotpotqa \\" in stdout
+  assert "example:\n  python -m pipelines hotpotqa \\" in stdout
   assert "--input hotpot_dev_distractor_v1.json --output_dir /tmp/hotpot_records" in stdout
   # The example's flags are real: the parser accepts them.
   example = datasets.get("hotpotqa").example.split("(on Dataflow")[0]
-  example = example.replace("\\\n", " ").split()[3:]
+  example = example.replace("\\\n", " ").split()[4:]
   args, beam_args = flags.parse(flags.new_parser("p", "d", "e"), example)
   assert args.seq_length == 512 and "--direct_num_workers" in beam_args
 
@@ -94,10 +94,10 @@ def test_help_exits_0_with_a_real_example(capsys):
 @pytest.mark.slow
 def test_a_typo_in_a_real_process_exits_2_with_one_line(small_input, tmp_path):
   proc = subprocess.run(
-      [sys.executable, "-m", "pipelines.hotpotqa", "--input", small_input,
+      [sys.executable, "-m", "pipelines", "hotpotqa", "--input", small_input,
        "--output_dir", str(tmp_path / "out"), "--seq_lenght", "64"],
       cwd=REPO, capture_output=True, text=True, timeout=300)
   assert proc.returncode == 2
-  assert proc.stderr == ("python -m pipelines.hotpotqa: error: unknown flag --seq_lenght "
+  assert proc.stderr == ("python -m pipelines hotpotqa: error: unknown flag --seq_lenght "
                          "(did you mean --seq_length?); see --help\n")
   assert proc.stdout == ""

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from pipelines import hotpotqa
+from pipelines import runner
 from pipelines.beam import claim as claim_lib
 from pipelines.beam import writer
 from tests import files_under
@@ -30,7 +30,7 @@ PARAS = [["Paris", ["Paris is the capital of France.", " It hosts the Louvre."]]
          ["Lyon", ["Lyon is a city in France.", " Paris is north of it."]]]
 SMALL = ["--seq_length", "48", "--overlap", "8", "--max_segments_per_document", "6",
          "--segments_per_pack", "8", "--max_question_tokens", "12"]
-PROG = "python -m pipelines.hotpotqa"
+PROG = "python -m pipelines hotpotqa"
 
 pytestmark = pytest.mark.usefixtures("restore_logging")  # tests/conftest.py
 
@@ -45,9 +45,10 @@ def _env():
   return dict(os.environ, PYTHONPATH=REPO)
 
 
-def _job(*args, module="pipelines.hotpotqa", timeout=300):
-  return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=REPO, env=_env(),
-                        capture_output=True, text=True, timeout=timeout)
+def _job(*args, module="pipelines hotpotqa", timeout=300):
+  """``python -m <module> ARGS`` (``module``: a module, or ``pipelines <dataset>``)."""
+  return subprocess.run([sys.executable, "-m", *module.split(), *map(str, args)], cwd=REPO,
+                        env=_env(), capture_output=True, text=True, timeout=timeout)
 
 
 def _sigint_default():
@@ -57,8 +58,8 @@ def _sigint_default():
   signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _start(*args, module="pipelines.hotpotqa"):
-  return subprocess.Popen([sys.executable, "-m", module, *map(str, args)], cwd=REPO,
+def _start(*args, module="pipelines hotpotqa"):
+  return subprocess.Popen([sys.executable, "-m", *module.split(), *map(str, args)], cwd=REPO,
                           env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           preexec_fn=_sigint_default)
 
@@ -178,7 +179,7 @@ def test_temporary_files_are_never_records_and_are_gone_after_a_failure(small_in
 
   monkeypatch.setattr(writer.FileSystems, "rename", failing_rename)
   with pytest.raises(Exception, match="disk full"):
-    hotpotqa.main(["--input", small_input, "--output_dir", out] + SMALL)
+    runner.dataset_main("hotpotqa", ["--input", small_input, "--output_dir", out] + SMALL)
   assert renamed
   for path in renamed:  # the job's own temporary files are all under .tmp/
     if path.endswith(writer.OWNER_FILE):  # the dir's mark, written atomically beside it
@@ -301,13 +302,13 @@ def test_an_output_dir_that_is_a_file_is_one_line(small_input, tmp_path):
 def test_the_manifest_records_the_job_and_annotation_batch_sizes(small_input, tmp_path,
                                                                 capsys):
   out = str(tmp_path / "out")
-  assert hotpotqa.main(["--input", small_input, "--output_dir", out, "--batch_size", "100"]
-                       + SMALL) == 0
+  assert runner.dataset_main("hotpotqa", ["--input", small_input, "--output_dir", out,
+                                          "--batch_size", "100"] + SMALL) == 0
   config = json.load(open(os.path.join(out, "manifest.json")))["config"]
   assert config["batch_size"] == 100 and config["annotate_batch_size"] == 64
   out2 = str(tmp_path / "out2")
-  assert hotpotqa.main(["--input", small_input, "--output_dir", out2, "--ner", "spacy",
-                        "--annotate_batch_size", "7"] + SMALL) == 0
+  assert runner.dataset_main("hotpotqa", ["--input", small_input, "--output_dir", out2, "--ner",
+                                          "spacy", "--annotate_batch_size", "7"] + SMALL) == 0
   config = json.load(open(os.path.join(out2, "manifest.json")))["config"]
   assert config["batch_size"] == 256 and config["annotate_batch_size"] == 7
   capsys.readouterr()

@@ -19,7 +19,7 @@ import pytest
 
 from schemas import manifest as manifest_schema
 from schemas import records, records_dir
-from pipelines import narrativeqa, runner, triviaqa
+from pipelines import runner
 from pipelines.beam.inputs import describe_inputs
 from pipelines import estimate
 from schemas.data_paths import DataPathPolicy
@@ -177,8 +177,8 @@ def test_narrativeqa_story_ids_outside_the_stories_dir_are_dead_letters(tmp_path
        [[i, "test", "What did Mr. Ashby keep?", "bees", "bees", "", "", ""] for i in ids],
        line_end="\n")
   qaps, out = str(root / "qaps.csv"), str(tmp_path / "out")
-  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test"]
-                          + SMALL) == 0
+  assert runner.dataset_main("narrativeqa", ["--input", qaps, "--output_dir", out, "--split",
+                                             "test"] + SMALL) == 0
   assert _manifest(out)["counts"] == {"input": 3, "written": 1, "skipped": 0, "rejected": 2}
   assert _dead(out) == [("parse", "path_outside_root", f"{qaps}:3"),
                         ("parse", "path_outside_root", f"{qaps}:4")]
@@ -204,8 +204,8 @@ def test_triviaqa_evidence_outside_the_evidence_dir_is_a_dead_letter(tmp_path):
        "QuestionId": "q1", "SearchResults": [result(n, i) for i, n in enumerate(names)]}],
       "Web", "dev")
   out = str(tmp_path / "out")
-  assert triviaqa.main(["--input", web, "--evidence_dir", str(evidence), "--output_dir", out]
-                       + SMALL) == 0
+  assert runner.dataset_main("triviaqa", ["--input", web, "--evidence_dir", str(evidence),
+                                          "--output_dir", out] + SMALL) == 0
   m = _manifest(out)
   assert m["counts"] == {"input": 5, "written": 1, "skipped": 0, "rejected": 4}
   assert _dead(out) == sorted([

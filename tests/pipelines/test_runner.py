@@ -58,7 +58,7 @@ def test_duplicates_with_nodeduplicate_fail_in_one_line_and_write_nothing(tmp_pa
   assert code == 1 and stdout == ""
   # The worker's exception is not logged again with its traceback: one line.
   assert "Traceback" not in err
-  assert one_error_line(err) == (f"python -m pipelines.hotpotqa: error: 1 document ids occur more than once "
+  assert one_error_line(err) == (f"python -m pipelines hotpotqa: error: 1 document ids occur more than once "
                   f"(e.g. 'a' in {path}#0, {path}#1); with --nodeduplicate ids must be unique: "
                   "drop the flag to keep the first occurrence of each id")
   assert list(out.rglob("*")) == []
@@ -79,7 +79,7 @@ def test_a_local_run_logs_inputs_progress_outputs_and_ends_with_the_json_summary
     small_input, tmp_path):
   out = tmp_path / "out"
   proc = subprocess.run(
-      [sys.executable, "-m", "pipelines.hotpotqa", "--input", small_input,
+      [sys.executable, "-m", "pipelines", "hotpotqa", "--input", small_input,
        "--output_dir", str(out), "--seq_length", "64", "--overlap", "8",
        "--max_question_tokens", "16", "--segments_per_pack", "8",
        "--max_segments_per_document", "8"],
@@ -183,15 +183,14 @@ def test_a_run_on_one_worker_reads_a_json_file_whole_and_several_workers_in_rang
 
 
 def test_a_spacy_model_that_is_not_installed_is_one_line_before_any_work(tmp_path, capsys):
-  from pipelines import books  # pylint: disable=g-import-not-at-top
   (tmp_path / "a.txt").write_text("A book about Paris.\n" * 20)
   out = tmp_path / "out"
-  code = books.main(["--input", str(tmp_path / "a.txt"), "--output_dir", str(out), "--ner",
-                     "spacy", "--spacy_model", "en_core_web_not_installed", "--log_level",
-                     "WARNING"])
+  code = runner.dataset_main("books", ["--input", str(tmp_path / "a.txt"), "--output_dir", str(out),
+                                       "--ner", "spacy", "--spacy_model",
+                                       "en_core_web_not_installed", "--log_level", "WARNING"])
   assert code == 1
   assert capsys.readouterr().err.splitlines() == [
-      "python -m pipelines.books: error: --spacy_model 'en_core_web_not_installed' is not "
+      "python -m pipelines books: error: --spacy_model 'en_core_web_not_installed' is not "
       "installed: spaCy models are installed as Python packages (e.g. pip install "
       "en-core-web-sm), never downloaded at run time; use blank:<lang> for a blank pipeline"]
   assert not out.exists()

@@ -17,12 +17,12 @@ from tests.pipelines.helpers import PARIS, SMALL, hotpot_record, write_json
 
 @pytest.fixture(scope="module")
 def output_dir(tmp_path_factory) -> str:
-  from pipelines import hotpotqa  # pylint: disable=g-import-not-at-top
+  from pipelines import runner  # pylint: disable=g-import-not-at-top
   base = tmp_path_factory.mktemp("records_dir")
   src = write_json(base / "in.json", [
       hotpot_record(f"q{i}", "Which city hosts the Louvre?", "Paris", PARIS) for i in range(3)])
   out = str(base / "out")
-  hotpotqa.run(src, out, SMALL)
+  runner.run_dataset("hotpotqa", src, out, SMALL)
   return out
 
 

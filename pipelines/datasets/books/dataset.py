@@ -31,7 +31,7 @@ from pipelines.datasets import DatasetSpec
 from pipelines.datasets.books import reader
 from pipelines.datasets.books import cost
 
-EXAMPLE = r"""  python -m pipelines.books --input 'pg19/train/*.txt' --output_dir /tmp/books \
+EXAMPLE = r"""  python -m pipelines books --input 'pg19/train/*.txt' --output_dir /tmp/books \
     --direct_num_workers 2 --direct_running_mode multi_processing
   (on Dataflow add --runner DataflowRunner --project P --region R --temp_location gs://B/tmp
    --setup_file ./setup.py, and use gs:// paths)"""

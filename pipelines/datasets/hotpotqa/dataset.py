@@ -28,7 +28,7 @@ from pipelines.datasets import DatasetSpec
 from pipelines.datasets.hotpotqa import hub, reader
 from pipelines.datasets.hotpotqa import cost
 
-EXAMPLE = r"""  python -m pipelines.hotpotqa \
+EXAMPLE = r"""  python -m pipelines hotpotqa \
     --input hotpot_dev_distractor_v1.json --output_dir /tmp/hotpot_records \
     --seq_length 512 --overlap 128 --direct_num_workers 2 --direct_running_mode multi_processing
   (on Dataflow add: --runner DataflowRunner --project P --region R --temp_location gs://B/tmp

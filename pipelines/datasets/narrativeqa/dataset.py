@@ -40,7 +40,7 @@ from pipelines.errors import UserError
 from pipelines.text.oracle import OracleConfig
 from pipelines.datasets.narrativeqa import cost
 
-EXAMPLE = r"""  python -m pipelines.narrativeqa --input narrativeqa/qaps.csv --split test \
+EXAMPLE = r"""  python -m pipelines narrativeqa --input narrativeqa/qaps.csv --split test \
     --output_dir /tmp/nqa_test --context story --stories_dir narrativeqa/tmp
   (--context summary reads the summaries instead; documents.csv,
    third_party/wikipedia/summaries.csv and tmp/<document_id>.content are found beside qaps.csv

@@ -42,7 +42,7 @@ from pipelines.datasets.triviaqa.answers import find_alias_spans
 from pipelines.datasets.triviaqa.evidence import ReadEvidence
 from pipelines.datasets.triviaqa import cost
 
-EXAMPLE = r"""  python -m pipelines.triviaqa \
+EXAMPLE = r"""  python -m pipelines triviaqa \
     --input 'triviaqa-rc/qa/wikipedia-dev.json' --evidence_dir triviaqa-rc/evidence \
     --output_dir /tmp/triviaqa_records --seq_length 512 --overlap 128
   (web: --input 'triviaqa-rc/qa/web-dev.json'; Wikipedia scored per document: add

@@ -33,7 +33,7 @@ from pipelines.datasets.wikipedia.dump import (LINKS, PAGES, REDIRECTS, SKIPPED,
 from pipelines.datasets.wikipedia.pages import PageRules
 from pipelines.datasets.wikipedia import cost
 
-EXAMPLE = r"""  python -m pipelines.wikipedia \
+EXAMPLE = r"""  python -m pipelines wikipedia \
     --input 'enwiki-20240601-pages-articles-multistream.xml.bz2' --output_dir /tmp/wiki \
     --max_entities 1000000 --direct_num_workers 2 --direct_running_mode multi_processing
   (the multistream index enwiki-...-multistream-index.txt.bz2 beside the dump is found and

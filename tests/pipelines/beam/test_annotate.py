@@ -7,7 +7,7 @@ import os
 
 from schemas import entities as entities_schema
 from schemas import manifest as manifest_schema
-from pipelines import books, hotpotqa
+from pipelines import runner
 from pipelines.inspector import cli as inspector_cli
 from tests.pipelines.helpers import hotpot_record, record_mentions, write_json
 from tests.pipelines.datasets.wikipedia.test_dataset import SMALL
@@ -22,8 +22,8 @@ def test_books_get_linked_mentions(tmp_path, entities_dir):
   src.mkdir()
   (src / "b.txt").write_text("Paris lies in France.\n\nThe seine flows; Xyzzy does not.\n")
   out = str(tmp_path / "out")
-  assert books.main(["--input", str(src / "b.txt"), "--output_dir", out, "--entities_dir",
-                     entities_dir] + FLAGS + SMALL) == 0
+  assert runner.dataset_main("books", ["--input", str(src / "b.txt"), "--output_dir", out,
+                                       "--entities_dir", entities_dir] + FLAGS + SMALL) == 0
   # The ruler finds the aliases (case-insensitively); the linker maps each to its entity.
   assert record_mentions(out, entities_dir) == [("France", "France"), ("Paris", "Paris"), ("seine", "Seine")]
   with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
@@ -42,8 +42,8 @@ def test_hotpotqa_records_carry_entity_ids(tmp_path, entities_dir, capsys):
       "q1", "Which river flows through Paris?", "Seine",
       [["Paris", ["Paris is the capital of France.", " The Seine flows through it."]]])])
   out = str(tmp_path / "out")
-  assert hotpotqa.main(["--input", path, "--output_dir", out, "--entities_dir", entities_dir]
-                       + FLAGS + SMALL) == 0
+  assert runner.dataset_main("hotpotqa", ["--input", path, "--output_dir", out, "--entities_dir",
+                                          entities_dir] + FLAGS + SMALL) == 0
   found = record_mentions(out, entities_dir)
   assert ("Seine", "Seine") in found and ("France", "France") in found
   assert all(title is not None for _, title in found)  # all linked: no unknown ids here
@@ -67,8 +67,8 @@ def test_hotpotqa_paragraph_titles_link_their_mentions(tmp_path, entities_dir):
       [["Seine", ["The Seine is long.", " It is not in France at all."]]])])
   out = str(tmp_path / "out")
   flags = ["--ner", "spacy", "--linker", "alias", "--linker_min_count", "99"]
-  assert hotpotqa.main(["--input", path, "--output_dir", out, "--entities_dir", entities_dir]
-                       + flags + SMALL) == 0
+  assert runner.dataset_main("hotpotqa", ["--input", path, "--output_dir", out, "--entities_dir",
+                                          entities_dir] + flags + SMALL) == 0
   found = set(record_mentions(out, entities_dir))
   assert found == {("Seine", "Seine"), ("France", None)}
   m = json.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())

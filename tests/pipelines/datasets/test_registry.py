@@ -60,8 +60,10 @@ def test_no_dataset_named_is_a_usage_error(capsys):
 
 @pytest.mark.slow
 def test_a_job_imports_only_its_own_dataset():
-  code = ("import json, sys; from pipelines import books\n"
-          "try:\n  books.main(['--help'])\nexcept SystemExit:\n  pass\n"
+  """``python -m pipelines books --help`` (the generic job's top level, then the dataset's
+  command line) loads only the books folder of the registry."""
+  code = ("import json, sys; from pipelines import __main__ as generic\n"
+          "try:\n  generic.main(['books', '--help'])\nexcept SystemExit:\n  pass\n"
           "print(json.dumps(sorted(m for m in sys.modules\n"
           "                        if m.startswith('pipelines.datasets.'))))")
   proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,

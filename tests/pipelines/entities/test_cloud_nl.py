@@ -10,7 +10,7 @@ import pytest
 
 from schemas import manifest as manifest_schema
 from schemas import nl_cache
-from pipelines import books, hotpotqa
+from pipelines import runner
 from pipelines.entities import cloud_nl
 from pipelines.entities.cloud_nl import CloudBackend, CloudConfig, Failure, RateLimiter
 from pipelines.errors import UserError
@@ -257,12 +257,12 @@ def test_hotpotqa_job_annotates_through_the_api_and_never_pays_twice(tmp_path, e
   faults = {"[busy]": ["RESOURCE_EXHAUSTED", "UNAVAILABLE"], "[bad]": ["ALWAYS_INVALID_ARGUMENT"]}
   with FakeLanguageServer(ENTITIES, faults) as server:
     out = str(tmp_path / "out")
-    assert hotpotqa.main(["--input", path, "--output_dir", out]
-                         + _flags(server, tmp_path, entities_dir)) == 0
+    assert runner.dataset_main("hotpotqa", ["--input", path, "--output_dir", out]
+                               + _flags(server, tmp_path, entities_dir)) == 0
     first_calls = len(server.calls)
     out2 = str(tmp_path / "out2")
-    assert hotpotqa.main(["--input", path, "--output_dir", out2]
-                         + _flags(server, tmp_path, entities_dir)) == 0
+    assert runner.dataset_main("hotpotqa", ["--input", path, "--output_dir", out2]
+                               + _flags(server, tmp_path, entities_dir)) == 0
     second_calls = len(server.calls) - first_calls
   # Paris, France and Seine are in the vocabulary of the tiny Wikipedia (Eiffel Tower only
   # as a link inside a File: caption, Barack Obama and Tokyo not at all): their ids come
@@ -295,8 +295,8 @@ def test_dry_run_and_budget(tmp_path, entities_dir, capsys):
     (src / f"b{i}.txt").write_text(f"Book {i}. " + "Paris is by the Seine in France. " * 36)
   flags = ["--input", str(src / "*.txt"), "--output_dir", str(tmp_path / "out")]
   with FakeLanguageServer(ENTITIES) as server:
-    assert books.main(flags + _flags(server, tmp_path, entities_dir, "--dry_run",
-                                     "--price_per_1000_units", "1.5")) == 0
+    assert runner.dataset_main("books", flags + _flags(server, tmp_path, entities_dir, "--dry_run",
+                                                       "--price_per_1000_units", "1.5")) == 0
     plan = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert server.calls == []
     assert not os.path.exists(tmp_path / "out" / "manifest.json")
@@ -305,8 +305,8 @@ def test_dry_run_and_budget(tmp_path, entities_dir, capsys):
     assert plan["estimated_cost"] == pytest.approx(12 / 1000 * 1.5)
     assert json.load(open(tmp_path / "out" / "annotation_plan.json")) == plan
     # A budget of 7 units admits 3 books (6 units); the other 3 are dead letters.
-    assert books.main(flags + _flags(server, tmp_path, entities_dir, "--max_api_units",
-                                     "7")) == 0
+    assert runner.dataset_main("books", flags + _flags(server, tmp_path, entities_dir,
+                                                       "--max_api_units", "7")) == 0
     assert len(server.calls) == 3
   m = _manifest(str(tmp_path / "out"))
   stage = m["stages"]["annotate"]
@@ -326,7 +326,7 @@ def test_cloud_flags_are_checked(tmp_path, capsys):
                          (["--ner", "cloud", "--nl_cache_dir", "c", "--nl_insecure_channel"],
                           "--nl_insecure_channel needs --nl_endpoint")]:
     with pytest.raises(SystemExit) as e:
-      hotpotqa.main(base + flags)
+      runner.dataset_main("hotpotqa", base + flags)
     assert e.value.code == 2
     assert message in capsys.readouterr().err
   assert not os.path.exists(tmp_path / "o")

@@ -17,7 +17,7 @@ from tests.pipelines.helpers import hotpot_record, write_json
 from tests import REPO_ROOT
 
 REPO = str(REPO_ROOT)
-PROG = "python -m pipelines.hotpotqa"
+PROG = "python -m pipelines hotpotqa"
 SMALL = ["--seq_length", "48", "--overlap", "8", "--max_segments_per_document", "6",
          "--segments_per_pack", "8", "--max_question_tokens", "12"]
 ENTITIES = [KnownEntity("Paris", "LOCATION", "https://en.wikipedia.org/wiki/Paris")]
@@ -32,7 +32,7 @@ def _input(tmp_path, n):
 
 def _run(tmp_path, src, endpoint, *extra):
   return subprocess.run(
-      [sys.executable, "-m", "pipelines.hotpotqa", "--input", src,
+      [sys.executable, "-m", "pipelines", "hotpotqa", "--input", src,
        "--output_dir", str(tmp_path / "out"), "--ner", "cloud",
        "--nl_cache_dir", str(tmp_path / "cache"), "--nl_endpoint", endpoint,
        "--nl_insecure_channel", "--nl_initial_backoff_s", "0.01", "--nl_max_backoff_s", "0.02",

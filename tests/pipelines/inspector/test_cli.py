@@ -20,7 +20,7 @@ def _env() -> Dict[str, str]:
 
 @pytest.mark.slow
 def test_hotpotqa_pipeline_output_and_cli_html(tmp_path):
-  from pipelines import hotpotqa
+  from pipelines import runner
   from pipelines.beam.config import RecordsConfig
 
   data = [{
@@ -37,7 +37,7 @@ def test_hotpotqa_pipeline_output_and_cli_html(tmp_path):
                                                    max_segments_per_document=4,
                                                    max_question_tokens=16),
                          segments_per_pack=4)
-  hotpotqa.run(str(src), str(out), config)
+  runner.run_dataset("hotpotqa", str(src), str(out), config)
   pattern = str(out / "records-*.tfrecord")
   paths, manifest, recs = load(pattern)
   tokenizer = decoder.build_tokenizer(manifest)

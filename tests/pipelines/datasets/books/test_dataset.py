@@ -8,7 +8,7 @@ import pytest
 
 from schemas import documents as documents_schema
 from schemas import manifest as manifest_schema
-from pipelines import books
+from pipelines import runner
 from pipelines.datasets.books import reader
 from tests.pipelines.helpers import read_records
 
@@ -34,8 +34,9 @@ def test_books_job_writes_whole_books_as_sub_documents_and_reconciles(tmp_path):
   (src / "short.txt").write_bytes(b"Caf\xe9 society\r\nwas wrapped here.\r\n\r\nThe end.\r\n")
   (src / "empty.txt").write_bytes(HEADER.encode() + FOOTER.encode())
   out = str(tmp_path / "out")
-  assert books.main(["--input", str(src / "*.txt"), "--output_dir", out,  # 1 of 3 is empty
-                     "--max_error_fraction", "1"] + SMALL_FLAGS) == 0
+  assert runner.dataset_main("books", ["--input", str(src / "*.txt"), "--output_dir", out,
+                                       "--max_error_fraction", "1"]  # 1 of 3 is empty
+                             + SMALL_FLAGS) == 0
 
   m = manifest_schema.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   assert m["counts"] == {"input": 3, "written": 2, "skipped": 0, "rejected": 1}
@@ -76,11 +77,12 @@ def test_books_job_flags(tmp_path, capsys):
                         (["--ner", "spacy", "--entities_dir", str(tmp_path / "e")],
                          "no entities/")):
     with pytest.raises(SystemExit) as e:
-      books.main(["--input", "x", "--output_dir", str(tmp_path / "o")] + argv)
+      runner.dataset_main("books", ["--input", "x", "--output_dir", str(tmp_path / "o")] + argv)
     assert e.value.code == 2
     assert message in capsys.readouterr().err
   with pytest.raises(SystemExit) as e:
-    books.main(["--input", "x", "--output_dir", str(tmp_path / "o"), "--nerr", "none"])
+    runner.dataset_main("books", ["--input", "x", "--output_dir", str(tmp_path / "o"), "--nerr",
+                                  "none"])
   assert e.value.code == 2
   assert "did you mean --ner" in capsys.readouterr().err
 
@@ -91,7 +93,7 @@ def test_pg19_samples_go_through(tmp_path):
   if not paths:
     pytest.skip("../shared/samples/books/pg19 not present")
   out = str(tmp_path / "out")
-  assert books.main(["--input", ",".join(paths), "--output_dir", out]) == 0
+  assert runner.dataset_main("books", ["--input", ",".join(paths), "--output_dir", out]) == 0
   m = manifest_schema.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   assert m["counts"] == {"input": 3, "written": 3, "skipped": 0, "rejected": 0}
   docs = documents_schema.load(out)

@@ -12,7 +12,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from schemas import documents as documents_schema
 from schemas import example_proto, manifest as manifest_schema, records, tfrecord_io
-from pipelines import hotpotqa, runner
+from pipelines import runner
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.label_answers import LabelAnswers
@@ -67,7 +67,7 @@ def job(tmp_path_factory):
   path = write_json(tmp / "in.json", good_records() + bad_records())
   test_path = write_json(tmp / "test.json", unlabelled_records())
   out = str(tmp / "out")
-  m = hotpotqa.run(f"{path},{test_path}", out, SMALL)
+  m = runner.run_dataset("hotpotqa", f"{path},{test_path}", out, SMALL)
   return path, out, m
 
 
@@ -220,7 +220,7 @@ def test_determinism_across_runner_modes(tmp_path):
     cfg = RecordsConfig(segmenter=SMALL.segmenter, segments_per_pack=8, num_shards=3,
                         batch_size=5 if mode == "a" else 64)
     out = str(tmp_path / mode)
-    hotpotqa.run(path, out, cfg, args)
+    runner.run_dataset("hotpotqa", path, out, cfg, None, args)
     outs.append(out)
   def contents(out):
     files = sorted(glob.glob(os.path.join(out, "**", "*-of-*"), recursive=True))
@@ -243,32 +243,32 @@ def test_invalid_json_file_is_dead_lettered_and_missing_input_fails(tmp_path):
   bad = tmp_path / "bad.json"
   bad.write_text('[{"_id": "a", ')
   good = write_json(tmp_path / "good.json", good_records()[:1])
-  m = hotpotqa.run(f"{bad},{good}", str(tmp_path / "out"), SMALL)
+  m = runner.run_dataset("hotpotqa", f"{bad},{good}", str(tmp_path / "out"), SMALL)
   assert m["counts"] == {"input": 2, "written": 1, "skipped": 0, "rejected": 1}
   assert m["rejected_by_reason"] == {"read/invalid_json": 1}
   # A list that breaks off after a good item: the good item is read, the rest dead-lettered.
   cut = tmp_path / "cut.json"
   cut.write_text(json.dumps(good_records()[:1])[:-1] + ', {"_id": "b", "question": ')
-  m = hotpotqa.run(str(cut), str(tmp_path / "out_cut"), SMALL)
+  m = runner.run_dataset("hotpotqa", str(cut), str(tmp_path / "out_cut"), SMALL)
   assert m["counts"] == {"input": 2, "written": 1, "skipped": 0, "rejected": 1}
   dl = [json.loads(l) for f in glob.glob(str(tmp_path / "out_cut" / "dead_letter" / "*"))
         for l in open(f)]
   assert [(d["stage"], d["reason"], d["source_id"]) for d in dl] == [
       ("read", "invalid_json", f"{cut}#1")]
   with pytest.raises(FileNotFoundError, match="matches no file"):
-    hotpotqa.run(str(tmp_path / "nothing-*.json"), str(tmp_path / "o2"), SMALL)
+    runner.run_dataset("hotpotqa", str(tmp_path / "nothing-*.json"), str(tmp_path / "o2"), SMALL)
 
 
 @pytest.mark.slow
 def test_existing_output_is_refused_unless_overwrite(tmp_path):
   path = write_json(tmp_path / "in.json", good_records())
   out = tmp_path / "out"
-  hotpotqa.run(path, str(out), RecordsConfig(segmenter=SMALL.segmenter, segments_per_pack=8,
-                                             num_shards=3))
+  runner.run_dataset("hotpotqa", path, str(out), RecordsConfig(segmenter=SMALL.segmenter,
+                                                               segments_per_pack=8, num_shards=3))
   (out / "notes.txt").write_text("mine")
   with pytest.raises(FileExistsError, match="--overwrite"):
-    hotpotqa.run(path, str(out), SMALL)
-  m = hotpotqa.run(path, str(out), SMALL, overwrite=True)  # 2 shards now, not 3
+    runner.run_dataset("hotpotqa", path, str(out), SMALL)
+  m = runner.run_dataset("hotpotqa", path, str(out), SMALL, overwrite=True)  # 2 shards now, not 3
   assert sorted(p.name for p in out.glob("records-*")) == [s["path"] for s in m["shards"]]
   assert len(list((out / "documents").glob("*"))) == 2
   assert (out / "notes.txt").read_text() == "mine"  # only the job's own files are replaced
@@ -280,10 +280,11 @@ def test_without_dedup_duplicate_ids_fail_clearly(tmp_path):
   cfg = RecordsConfig(segmenter=SMALL.segmenter, segments_per_pack=8, num_shards=2,
                       deduplicate=False)
   with pytest.raises(Exception, match="--nodeduplicate ids must be unique") as e:
-    hotpotqa.run(path, str(tmp_path / "out"), cfg)
+    runner.run_dataset("hotpotqa", path, str(tmp_path / "out"), cfg)
   assert user_error_message(e.value).startswith("1 document ids occur more than once")
   assert list((tmp_path / "out").rglob("*")) == []  # nothing written, not even a directory
-  m = hotpotqa.run(write_json(tmp_path / "ok.json", good_records()), str(tmp_path / "ok"), cfg)
+  m = runner.run_dataset("hotpotqa", write_json(tmp_path / "ok.json", good_records()),
+                         str(tmp_path / "ok"), cfg)
   assert m["counts"] == {"input": 2, "written": 2, "skipped": 0, "rejected": 0}
 
 
@@ -292,7 +293,7 @@ def test_jsonl_input_with_a_bad_line(tmp_path):
   path = tmp_path / "in.jsonl"
   path.write_text("\n".join([json.dumps(good_records()[0]), "{oops", json.dumps(
       good_records()[1])]) + "\n")
-  m = hotpotqa.run(str(path), str(tmp_path / "out"), SMALL)
+  m = runner.run_dataset("hotpotqa", str(path), str(tmp_path / "out"), SMALL)
   assert m["counts"] == {"input": 3, "written": 2, "skipped": 0, "rejected": 1}
   dl = [json.loads(l) for f in glob.glob(str(tmp_path / "out" / "dead_letter" / "*"))
         for l in open(f)]
@@ -302,7 +303,7 @@ def test_jsonl_input_with_a_bad_line(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists(SAMPLE), reason="shared samples not present")
 def test_official_dev_sample(tmp_path):
-  m = hotpotqa.run(SAMPLE, str(tmp_path / "out"), RecordsConfig())
+  m = runner.run_dataset("hotpotqa", SAMPLE, str(tmp_path / "out"), RecordsConfig())
   assert m["counts"] == {"input": 20, "written": 20, "skipped": 0, "rejected": 0}
   assert m["examples"]["documents"] == 20
   manifest_schema.loads(open(tmp_path / "out" / "manifest.json").read())
@@ -343,7 +344,7 @@ def test_corrupt_items_in_the_middle_of_a_list_lose_nothing(tmp_path):
   path = tmp_path / "in.json"
   path.write_text("[" + ",\n".join(items) + "]")
   out = str(tmp_path / "out")
-  m = hotpotqa.run(str(path), out, SMALL)
+  m = runner.run_dataset("hotpotqa", str(path), out, SMALL)
   assert m["counts"] == {"input": 5, "written": 3, "skipped": 0, "rejected": 2}
   assert _dead_letters(out) == [("read", "invalid_json", f"{path}#1"),
                                 ("read", "invalid_json", f"{path}#3")]
@@ -361,7 +362,7 @@ def test_invalid_utf8_in_one_json_line_loses_only_that_line(tmp_path):
   path = tmp_path / "in.jsonl"
   path.write_bytes(b"\n".join(lines) + b"\n")
   out = str(tmp_path / "out")
-  m = hotpotqa.run(str(path), out, SMALL)
+  m = runner.run_dataset("hotpotqa", str(path), out, SMALL)
   assert m["counts"] == {"input": 5, "written": 4, "skipped": 0, "rejected": 1}
   assert _dead_letters(out) == [("read", "invalid_utf8", f"{path}:3")]
   assert sorted(read_side(out)) == ["q0", "q1", "q3", "q4"]

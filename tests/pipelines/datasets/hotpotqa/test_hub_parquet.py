@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import hotpotqa
+from pipelines import runner
 from pipelines.datasets.hotpotqa import hub
 from tests.pipelines.helpers import PARIS, SMALL, hotpot_record, write_json
 
@@ -65,8 +65,8 @@ def outputs(out: str, inputs: List[str]) -> Dict[str, bytes]:
 def run_both(tmp_path, records: List[Dict]):
   json_path = write_json(tmp_path / "data.json", records)
   pq_path = write_parquet(tmp_path / "data.parquet", records)
-  a = hotpotqa.run(json_path, str(tmp_path / "out_json"), SMALL)
-  b = hotpotqa.run(pq_path, str(tmp_path / "out_parquet"), SMALL)
+  a = runner.run_dataset("hotpotqa", json_path, str(tmp_path / "out_json"), SMALL)
+  b = runner.run_dataset("hotpotqa", pq_path, str(tmp_path / "out_parquet"), SMALL)
   return (a, outputs(str(tmp_path / "out_json"), [json_path]),
           b, outputs(str(tmp_path / "out_parquet"), [pq_path]))
 
@@ -120,7 +120,7 @@ def test_row_groups_are_read_in_order(tmp_path):
   many = [hotpot_record(f"q{i:02d}", f"Question {i}?", "Paris", PARIS) for i in range(7)]
   path = write_parquet(tmp_path / "many.parquet", many, row_group_size=3)
   assert pq.ParquetFile(path).num_row_groups == 3
-  m = hotpotqa.run(path, str(tmp_path / "out"), SMALL)
+  m = runner.run_dataset("hotpotqa", path, str(tmp_path / "out"), SMALL)
   assert m["counts"]["input"] == 7 and m["counts"]["written"] == 7
   docs = []
   for name in sorted(os.listdir(tmp_path / "out" / "documents")):
@@ -142,7 +142,7 @@ def dead_letters(out) -> List[Dict]:
 def run_with_good_file(tmp_path, path: str) -> Dict:
   """The job on ``path`` and a good Parquet file of 4 questions (so that it writes some)."""
   good = write_parquet(tmp_path / "good.parquet", records())
-  return hotpotqa.run(f"{good},{path}", str(tmp_path / "out"), SMALL)
+  return runner.run_dataset("hotpotqa", f"{good},{path}", str(tmp_path / "out"), SMALL)
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines import hotpotqa
+from pipelines import runner
 from tests.golden import inputs
 from tests.pipelines import report_checks
 
@@ -13,8 +13,8 @@ from tests.pipelines import report_checks
 @pytest.mark.slow
 def test_stats_report(tmp_path, restore_logging):
   out = str(tmp_path / "out")
-  assert hotpotqa.main(inputs.hotpotqa(str(tmp_path / "in")) + ["--output_dir", out]
-                       + report_checks.FLAGS) == 0
+  assert runner.dataset_main("hotpotqa", inputs.hotpotqa(str(tmp_path / "in"))
+                             + ["--output_dir", out] + report_checks.FLAGS) == 0
   files = report_checks.check_report(out)
   stats = files["stats"]
   assert stats["panels"] == ["outcome", "tokens_per_document", "segments_per_document",

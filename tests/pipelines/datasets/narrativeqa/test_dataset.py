@@ -10,7 +10,7 @@ import pytest
 
 from schemas import documents as documents_schema
 from schemas import manifest as manifest_schema
-from pipelines import narrativeqa
+from pipelines import runner
 from pipelines.datasets.narrativeqa import reader, stages
 from pipelines.errors import UserError
 from tests.pipelines.helpers import read_records
@@ -106,8 +106,8 @@ def _dead(out):
 def test_stories_are_read_once_and_every_question_is_accounted_for(tmp_path):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
-  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test",
-                           "--max_error_fraction", "1"] + FLAGS) == 0
+  assert runner.dataset_main("narrativeqa", ["--input", qaps, "--output_dir", out, "--split",
+                                             "test", "--max_error_fraction", "1"] + FLAGS) == 0
   m = _manifest(out)
   # 8 test questions (the train one is not an input): 4 written, 4 dead letters.
   assert m["counts"] == {"input": 8, "written": 4, "skipped": 0, "rejected": 4}
@@ -152,8 +152,9 @@ def test_stories_are_read_once_and_every_question_is_accounted_for(tmp_path):
 def test_summary_context(tmp_path):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
-  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test",
-                           "--context", "summary", "--max_error_fraction", "1"] + FLAGS) == 0
+  assert runner.dataset_main("narrativeqa", ["--input", qaps, "--output_dir", out, "--split",
+                                             "test", "--context", "summary", "--max_error_fraction",
+                                             "1"] + FLAGS) == 0
   m = _manifest(out)
   assert m["counts"]["written"] == 3  # book1 (2 questions) and script1 have summaries
   assert m["rejected_by_reason"] == {"parse/missing_summary": 5}
@@ -172,10 +173,11 @@ def test_markers_are_tokenised_text():
 def test_bad_flags_and_paths(tmp_path, capsys):
   qaps = make_layout(str(tmp_path / "nqa"))
   with pytest.raises(SystemExit) as e:
-    narrativeqa.main(["--input", qaps, "--output_dir", str(tmp_path / "o"), "--split", "dev"])
+    runner.dataset_main("narrativeqa", ["--input", qaps, "--output_dir", str(tmp_path / "o"),
+                                        "--split", "dev"])
   assert e.value.code == 2 and "--split" in capsys.readouterr().err
-  code = narrativeqa.main(["--input", qaps, "--output_dir", str(tmp_path / "o"),
-                           "--stories_dir", str(tmp_path / "nowhere")])
+  code = runner.dataset_main("narrativeqa", ["--input", qaps, "--output_dir", str(tmp_path / "o"),
+                                             "--stories_dir", str(tmp_path / "nowhere")])
   assert code == 1 and "holds no <document_id>.content" in capsys.readouterr().err
 
 
@@ -186,8 +188,9 @@ def test_real_format_samples(tmp_path, context, capsys):
   written = 0
   for split in reader.SPLITS:
     out = str(tmp_path / f"{split}-{context}")
-    code = narrativeqa.main(["--input", os.path.join(SAMPLES, "qaps.csv"), "--output_dir",
-                             out, "--split", split, "--context", context])
+    code = runner.dataset_main("narrativeqa", ["--input", os.path.join(SAMPLES, "qaps.csv"),
+                                               "--output_dir", out, "--split", split, "--context",
+                                               context])
     m = _manifest(out)
     assert m["counts"]["input"] == 1
     written += m["counts"]["written"]
@@ -207,9 +210,10 @@ def test_real_format_samples(tmp_path, context, capsys):
 def test_annotation_runs_once_per_story(tmp_path, entities_dir):
   qaps = make_layout(str(tmp_path / "nqa"))
   out = str(tmp_path / "out")
-  assert narrativeqa.main(["--input", qaps, "--output_dir", out, "--split", "test", "--ner",
-                           "spacy", "--linker", "alias", "--entities_dir", entities_dir,
-                           "--max_error_fraction", "1"] + FLAGS) == 0
+  assert runner.dataset_main("narrativeqa", ["--input", qaps, "--output_dir", out, "--split",
+                                             "test", "--ner", "spacy", "--linker", "alias",
+                                             "--entities_dir", entities_dir, "--max_error_fraction",
+                                             "1"] + FLAGS) == 0
   stage = _manifest(out)["stages"]["annotate"]
   assert stage["input"] == stage["output"] == 4 and stage["texts"] == 3
 
@@ -281,14 +285,14 @@ def test_split_errors_end_to_end(tmp_path, capsys):
   """Through the command line: a --split without questions is one error line (exit 1); a
   split mismatch is a dead letter and the run's one line names its reason."""
   qaps = make_layout(str(tmp_path / "nqa"))
-  code = narrativeqa.main(["--input", qaps, "--output_dir", str(tmp_path / "o1"), "--split",
-                           "valid"] + FLAGS)
+  code = runner.dataset_main("narrativeqa", ["--input", qaps, "--output_dir", str(tmp_path / "o1"),
+                                             "--split", "valid"] + FLAGS)
   err = [l for l in capsys.readouterr().err.splitlines() if ": error: " in l]
   assert code == 1 and len(err) == 1 and "holds no question of --split valid" in err[0], err
   with open(qaps, "a", encoding="utf-8") as f:
     f.write("book1,valid,Who keeps bees?,Mr. Ashby,Ashby,,,\n")
-  code = narrativeqa.main(["--input", qaps, "--output_dir", str(tmp_path / "o2"), "--split",
-                           "valid"] + FLAGS)
+  code = runner.dataset_main("narrativeqa", ["--input", qaps, "--output_dir", str(tmp_path / "o2"),
+                                             "--split", "valid"] + FLAGS)
   err = [l for l in capsys.readouterr().err.splitlines() if ": error: " in l]
   assert code == 1 and len(err) == 1, err
   assert "1 input record rejected (document_in_other_split 1)" in err[0], err

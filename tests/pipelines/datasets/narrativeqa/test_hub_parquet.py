@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import narrativeqa
+from pipelines import runner
 from pipelines.datasets.narrativeqa import hub
 from pipelines.errors import UserError
 from pipelines.datasets.narrativeqa.dataset import NarrativeQAOptions
@@ -127,8 +127,9 @@ def test_parquet_gives_the_records_of_the_official_layout(layout, tmp_path, cont
   out_a, out_b = str(tmp_path / "csv"), str(tmp_path / "pq")
   # (the hand-made layout's broken stories reject half its questions, on purpose)
   flags = FLAGS + ["--split", "test", "--context", context, "--max_error_fraction", "1"]
-  assert narrativeqa.main(["--input", qaps, "--output_dir", out_a] + flags) == 0
-  assert narrativeqa.main(["--input", pq_path, "--output_dir", out_b] + flags) == 0
+  assert runner.dataset_main("narrativeqa", ["--input", qaps, "--output_dir", out_a] + flags) == 0
+  assert runner.dataset_main("narrativeqa", ["--input", pq_path, "--output_dir", out_b]
+                             + flags) == 0
   shards_a, docs_a = records_and_documents(out_a)
   shards_b, docs_b = records_and_documents(out_b)
   assert shards_a and shards_a == shards_b
@@ -157,7 +158,8 @@ def test_the_split_comes_from_the_flag_and_must_match_the_file_name(layout, tmp_
   assert hub.split_of_file("x/train-00003-of-00024.parquet") == "train"
   assert hub.split_of_file("x/mine.parquet") is None
   with pytest.raises(UserError, match="is a test file"):
-    narrativeqa.run(pq_path, str(tmp_path / "out"), SMALL, NarrativeQAOptions(split="train"))
+    runner.run_dataset("narrativeqa", pq_path, str(tmp_path / "out"), SMALL,
+                       NarrativeQAOptions(split="train"))
 
 
 @pytest.mark.slow
@@ -167,8 +169,9 @@ def test_a_file_without_the_story_column_is_a_dead_letter(layout, tmp_path):
   bad = str(tmp_path / "narrow.parquet")
   pq.write_table(table, bad)
   out = str(tmp_path / "out")
-  assert narrativeqa.main(["--input", f"{pq_path},{bad}", "--output_dir", out, "--split",
-                           "test", "--max_error_fraction", "1"] + FLAGS) == 0
+  assert runner.dataset_main("narrativeqa", ["--input", f"{pq_path},{bad}", "--output_dir", out,
+                                             "--split", "test", "--max_error_fraction", "1"]
+                             + FLAGS) == 0
   with open(os.path.join(out, "manifest.json"), encoding="utf-8") as f:
     m = json.load(f)
   assert m["rejected_by_reason"]["read/missing_columns"] == 1

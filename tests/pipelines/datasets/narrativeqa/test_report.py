@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from pipelines import narrativeqa
+from pipelines import runner
 from tests.golden import inputs
 from tests.pipelines import report_checks
 
@@ -46,8 +46,8 @@ def _check_oracle(files):
 @pytest.mark.slow
 def test_stats_report(tmp_path, restore_logging):
   out = str(tmp_path / "out")
-  assert narrativeqa.main(inputs.narrativeqa(str(tmp_path / "in")) + ["--output_dir", out]
-                          + report_checks.FLAGS) == 0
+  assert runner.dataset_main("narrativeqa", inputs.narrativeqa(str(tmp_path / "in"))
+                             + ["--output_dir", out] + report_checks.FLAGS) == 0
   files = report_checks.check_report(out)
   _check_oracle(files)
   cov = files["stats"]["coverage"]
@@ -66,10 +66,10 @@ def test_stats_report_on_the_full_sample_story(tmp_path, restore_logging):
     for q, a1, a2 in QUESTIONS:
       w.writerow([TIME_MACHINE, "test", q, a1, a2, "", "", ""] + [""] * (len(header) - 8))
   out = str(tmp_path / "out")
-  assert narrativeqa.main(
-      ["--input", qaps, "--split", "test", "--output_dir", out,
-       "--documents", os.path.join(SAMPLES, "documents_full.csv"),
-       "--stories_dir", os.path.join(SAMPLES, "stories")] + report_checks.FLAGS) == 0
+  assert runner.dataset_main("narrativeqa", [
+      "--input", qaps, "--split", "test", "--output_dir", out,
+      "--documents", os.path.join(SAMPLES, "documents_full.csv"),
+      "--stories_dir", os.path.join(SAMPLES, "stories")] + report_checks.FLAGS) == 0
   files = report_checks.check_report(out)
   _check_oracle(files)
   stats = files["stats"]

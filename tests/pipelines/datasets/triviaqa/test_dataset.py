@@ -13,7 +13,7 @@ from model.evaluation import triviaqa as evaluation
 from schemas import documents as documents_schema
 from schemas import manifest as manifest_schema
 from schemas import records
-from pipelines import flags, runner, triviaqa
+from pipelines import flags, runner
 from pipelines.datasets.triviaqa import dataset as triviaqa_dataset
 from pipelines.datasets.triviaqa import evidence as evidence_stage
 from pipelines.document import BadInput, Document, Paragraph, Question
@@ -141,8 +141,8 @@ def data(tmp_path_factory):
 def job(data):
   tmp, evidence, paths = data
   out = str(tmp / "out")
-  m = triviaqa.run(str(tmp / "qa" / "*.json"), out, SMALL,
-                   triviaqa_dataset.TriviaQAOptions(evidence_dir=evidence))
+  m = runner.run_dataset("triviaqa", str(tmp / "qa" / "*.json"), out, SMALL,
+                         triviaqa_dataset.TriviaQAOptions(evidence_dir=evidence))
   return paths, out, m
 
 
@@ -322,8 +322,9 @@ def test_per_document_mode_and_cli(data, tmp_path, capsys):
   small = ["--seq_length", str(L), "--overlap", "8", "--max_segments_per_document", "6",
            "--segments_per_pack", str(N), "--max_question_tokens", "12", "--num_shards", "2",
            "--max_error_fraction", "1"]  # its bad questions are more than the default 0.1
-  code = triviaqa.main(["--input", paths["wiki"], "--evidence_dir", evidence,
-                        "--output_dir", out, "--per_document", "--log_level", "WARNING"] + small)
+  code = runner.dataset_main("triviaqa", ["--input", paths["wiki"], "--evidence_dir", evidence,
+                                          "--output_dir", out, "--per_document", "--log_level",
+                                          "WARNING"] + small)
   stdout = capsys.readouterr().out
   assert code == 0
   summary = json.loads(stdout.strip().splitlines()[-1])
@@ -342,7 +343,7 @@ def test_per_document_mode_and_cli(data, tmp_path, capsys):
 
 def run_main(argv, capsys):
   try:
-    code = triviaqa.main(argv)
+    code = runner.dataset_main("triviaqa", argv)
   except SystemExit as e:
     code = e.code
   return code, capsys.readouterr().err
@@ -359,12 +360,14 @@ def test_evidence_dir_errors_are_one_line_before_any_work(data, tmp_path, capsys
     code, err = run_main(["--input", paths["wiki"], "--output_dir", str(out)] + extra, capsys)
     lines = [l for l in err.splitlines() if l.strip()]
     assert code == flags.EXIT_USAGE and len(lines) == 1, err
-    assert lines[0].startswith("python -m pipelines.triviaqa: error: --evidence_dir")
+    assert lines[0].startswith("python -m pipelines triviaqa: error: --evidence_dir")
     assert words in lines[0], lines[0]
   assert not out.exists()
-  with pytest.raises(FileNotFoundError, match="is not a directory"):
-    triviaqa.run(paths["wiki"], str(out), SMALL,
-                 triviaqa_dataset.TriviaQAOptions(evidence_dir=str(tmp_path / "nope")))
+  # From Python the same check refuses the run (the dataset's build), leaving nothing behind.
+  with pytest.raises(ValueError, match="is not a directory"):
+    runner.run_dataset("triviaqa", paths["wiki"], str(out), SMALL,
+                       triviaqa_dataset.TriviaQAOptions(evidence_dir=str(tmp_path / "nope")))
+  assert not out.exists()
 
 
 @pytest.mark.slow
@@ -466,7 +469,7 @@ def _sample_keys(gold, per_document=False):
 def test_official_samples(name, per_document, tmp_path):
   path = os.path.join(SAMPLES, "qa", f"{name}.json")
   out = str(tmp_path / "out")
-  m = triviaqa.run(path, out, SMALL, triviaqa_dataset.TriviaQAOptions(
+  m = runner.run_dataset("triviaqa", path, out, SMALL, triviaqa_dataset.TriviaQAOptions(
       evidence_dir=os.path.join(SAMPLES, "evidence"), per_document=per_document))
   manifest_schema.loads(open(os.path.join(out, "manifest.json"), encoding="utf-8").read())
   gold = json.load(open(path, encoding="utf-8"))
@@ -505,7 +508,8 @@ def test_unanswered_web_question_with_several_pages_is_one_dead_letter_per_page(
                 "QuestionId": "q_u1", "SearchResults": [result("1/1_1.txt")]}
   path = write_question_file(tmp_path / "web-dev.json", [WEB_DEV[0], unanswered], "Web", "dev")
   out = str(tmp_path / "out")
-  m = triviaqa.run(path, out, SMALL, triviaqa_dataset.TriviaQAOptions(evidence_dir=evidence))
+  m = runner.run_dataset("triviaqa", path, out, SMALL,
+                         triviaqa_dataset.TriviaQAOptions(evidence_dir=evidence))
   missing = [d for d in dead_letters(out) if d["reason"] == "missing_answer"]
   assert sorted(d["detail"].split(" has no answer")[0] for d in missing) == [
       "question 'q_u1' (document 'q_u1--1/1_1.txt')",

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import triviaqa
+from pipelines import runner
 from pipelines.datasets.triviaqa import hub
 from pipelines.datasets.triviaqa.dataset import TriviaQAOptions
 from tests.pipelines.helpers import SMALL
@@ -150,10 +150,10 @@ def test_parquet_gives_the_records_of_the_official_files(layout, tmp_path, per_d
   tmp, evidence, paths = layout
   json_paths = [j for j, _ in paths.values()]
   pq_paths = [p for _, p in paths.values()]
-  a = triviaqa.run(",".join(json_paths), str(tmp_path / "json"), SMALL,
-                   TriviaQAOptions(evidence_dir=evidence, per_document=per_document))
-  b = triviaqa.run(",".join(pq_paths), str(tmp_path / "pq"), SMALL,
-                   TriviaQAOptions(per_document=per_document))
+  a = runner.run_dataset("triviaqa", ",".join(json_paths), str(tmp_path / "json"), SMALL,
+                         TriviaQAOptions(evidence_dir=evidence, per_document=per_document))
+  b = runner.run_dataset("triviaqa", ",".join(pq_paths), str(tmp_path / "pq"), SMALL,
+                         TriviaQAOptions(per_document=per_document))
   out_a = outputs(str(tmp_path / "json"), json_paths)
   out_b = outputs(str(tmp_path / "pq"), pq_paths)
   assert any(k.startswith("records-") for k in out_a)
@@ -183,12 +183,13 @@ def test_to_record_reads_test_rows_as_unanswered(layout):
 @pytest.mark.slow
 def test_evidence_dir_is_optional_only_for_parquet(layout, tmp_path, capsys):
   _, _, paths = layout
-  code = triviaqa.main(["--input", paths["wikipedia-dev"][1], "--output_dir",
-                        str(tmp_path / "out"), "--seq_length", "128", "--overlap", "8"])
+  code = runner.dataset_main("triviaqa", ["--input", paths["wikipedia-dev"][1], "--output_dir",
+                                          str(tmp_path / "out"), "--seq_length", "128", "--overlap",
+                                          "8"])
   assert code == 0
   with pytest.raises(SystemExit):
-    triviaqa.main(["--input", paths["wikipedia-dev"][0], "--output_dir",
-                   str(tmp_path / "out2")])
+    runner.dataset_main("triviaqa", ["--input", paths["wikipedia-dev"][0], "--output_dir",
+                                     str(tmp_path / "out2")])
   assert "--evidence_dir is required" in capsys.readouterr().err
 
 
@@ -199,8 +200,8 @@ def test_nocontext_files_are_a_missing_columns_dead_letter(layout, tmp_path):
   table = table.drop_columns(["entity_pages", "search_results"])
   path = str(tmp_path / "nocontext.parquet")
   pq.write_table(table, path)
-  m = triviaqa.run(f"{paths['web-dev'][1]},{path}", str(tmp_path / "out"), SMALL,
-                   TriviaQAOptions())
+  m = runner.run_dataset("triviaqa", f"{paths['web-dev'][1]},{path}", str(tmp_path / "out"), SMALL,
+                         TriviaQAOptions())
   assert m["rejected_by_reason"].get("read/missing_columns") == 1
 
 
@@ -223,8 +224,8 @@ def test_a_web_question_without_search_results_is_keyed_per_page(layout, tmp_pat
   # (q_x2, unanswered among answered questions, is a dead letter: no document)
   expected = sorted(["q_w1", "q_w2", "q_x1--Paris.txt", "q_x1--1/1_a.txt", "q_x1--1/1_b.txt",
                      "q_x3--Mars.txt"])
-  triviaqa.run(f"{paths['web-dev'][0]},{paths['wikipedia-dev'][0]}", str(tmp_path / "json"),
-               SMALL, TriviaQAOptions(evidence_dir=evidence))
+  runner.run_dataset("triviaqa", f"{paths['web-dev'][0]},{paths['wikipedia-dev'][0]}",
+                     str(tmp_path / "json"), SMALL, TriviaQAOptions(evidence_dir=evidence))
   assert document_ids(str(tmp_path / "json")) == expected  # the official files
   rows = [hub_row(d, evidence) for d in WEB + WIKI]
   (tmp_path / "rc").mkdir()
@@ -232,9 +233,9 @@ def test_a_web_question_without_search_results_is_keyed_per_page(layout, tmp_pat
   mixed = write_parquet(tmp_path / "rc" / "validation-00000-of-00001.parquet", rows)
   web = write_parquet(tmp_path / "rc.web" / "validation-00000-of-00001.parquet",
                       rows[:len(WEB)])
-  triviaqa.run(mixed, str(tmp_path / "mixed"), SMALL, TriviaQAOptions())
+  runner.run_dataset("triviaqa", mixed, str(tmp_path / "mixed"), SMALL, TriviaQAOptions())
   assert document_ids(str(tmp_path / "mixed")) == expected
-  triviaqa.run(web, str(tmp_path / "web"), SMALL, TriviaQAOptions())
+  runner.run_dataset("triviaqa", web, str(tmp_path / "web"), SMALL, TriviaQAOptions())
   assert document_ids(str(tmp_path / "web")) == [i for i in expected if i.startswith("q_x")]
 
 

@@ -12,7 +12,7 @@ from schemas import documents as documents_schema
 from schemas import entities as entities_schema
 from schemas import manifest as manifest_schema
 from synthetic import wikipedia as synth
-from pipelines import wikipedia
+from pipelines import runner
 from tests.pipelines.helpers import read_records
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
@@ -65,7 +65,7 @@ def test_links_become_mentions_of_redirect_resolved_entities(tmp_path, multistre
   dump = str(tmp_path / "tiny-pages-articles-multistream.xml.bz2")
   synth.write_dump(PAGES, dump, multistream=multistream, pages_per_stream=2, siteinfo=siteinfo)
   out = str(tmp_path / "out")
-  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
+  assert runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", out] + SMALL) == 0
 
   m = _manifest(out)
   assert m["counts"] == {"input": 8, "written": 3, "skipped": 5, "rejected": 0}
@@ -116,8 +116,8 @@ def test_multistream_splits_equal_a_sequential_read_in_every_runner_mode(tmp_pat
           ("multi", dump, ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]))
   for name, path, beam_flags in runs:
     outs[name] = str(tmp_path / f"out_{name}")
-    assert wikipedia.main(["--input", path, "--output_dir", outs[name],
-                           "--streams_per_split", "3"] + SMALL + beam_flags) == 0
+    assert runner.dataset_main("wikipedia", ["--input", path, "--output_dir", outs[name],
+                                             "--streams_per_split", "3"] + SMALL + beam_flags) == 0
   split_m, seq_m = _manifest(outs["split"]), _manifest(outs["seq"])
   assert split_m["stages"]["read"]["splits"] >= 4 and seq_m["stages"]["read"]["splits"] == 1
   assert split_m["counts"] == seq_m["counts"]
@@ -144,7 +144,7 @@ def test_a_damaged_stream_is_one_dead_letter_and_the_rest_is_written(tmp_path):
   data[middle:middle + 40] = b"\x00" * 40  # corrupt one bz2 stream in the middle
   open(dump, "wb").write(bytes(data))
   out = str(tmp_path / "out")
-  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
+  assert runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", out] + SMALL) == 0
   m = _manifest(out)
   assert m["rejected_by_reason"] and all(k.startswith("read/") for k in m["rejected_by_reason"])
   assert m["input_count_exact"] is False
@@ -158,7 +158,7 @@ def test_real_dump_excerpts(tmp_path, name):
   if not os.path.exists(path):
     pytest.skip(f"{path} not present")
   out = str(tmp_path / "out")
-  assert wikipedia.main(["--input", path, "--output_dir", out]) == 0
+  assert runner.dataset_main("wikipedia", ["--input", path, "--output_dir", out]) == 0
   m = _manifest(out)
   c = m["counts"]
   assert c["input"] == c["written"] + c["skipped"] + c["rejected"] and c["written"] > 0
@@ -174,7 +174,7 @@ def test_bad_flags_are_usage_errors(tmp_path, capsys):
                      (["--min_entity_count", "0"], "--min_entity_count"),
                      (["--streams_per_splits", "2"], "did you mean --streams_per_split")):
     with pytest.raises(SystemExit) as e:
-      wikipedia.main(["--input", "x", "--output_dir", str(tmp_path / "o")] + argv)
+      runner.dataset_main("wikipedia", ["--input", "x", "--output_dir", str(tmp_path / "o")] + argv)
     assert e.value.code == 2
     assert flag in capsys.readouterr().err
 
@@ -183,8 +183,8 @@ def test_a_missing_index_is_one_line_before_any_work(tmp_path, capsys):
   dump = str(tmp_path / "x-pages-articles-multistream.xml.bz2")
   synth.write_dump(PAGES[:2], dump, multistream=True)
   out = tmp_path / "out"
-  assert wikipedia.main(["--input", dump, "--output_dir", str(out), "--index",
-                         str(tmp_path / "missing-index.txt.bz2")]) == 1
+  assert runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", str(out), "--index",
+                                           str(tmp_path / "missing-index.txt.bz2")]) == 1
   err = capsys.readouterr().err.strip().splitlines()
   assert err[-1].endswith("does not exist") and "Traceback" not in "\n".join(err)
   assert not out.exists()
@@ -197,7 +197,7 @@ def test_an_unusable_index_falls_back_to_reading_the_dump_whole(tmp_path):
   with open(index, "wb") as f:
     f.write(b"not an index")
   out = str(tmp_path / "out")
-  assert wikipedia.main(["--input", dump, "--output_dir", out] + SMALL) == 0
+  assert runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", out] + SMALL) == 0
   m = _manifest(out)
   assert m["counts"] == {"input": 8, "written": 3, "skipped": 5, "rejected": 0}
   assert m["stages"]["read"]["unusable_index"] == 1 and m["stages"]["read"]["splits"] == 1

@@ -12,7 +12,7 @@ import pytest
 
 from schemas import documents as documents_schema
 from schemas import entities as entities_schema
-from pipelines import wikipedia
+from pipelines import runner
 from pipelines.datasets.wikipedia import reader
 from pipelines.datasets.wikipedia import pages as pages_lib
 from pipelines.datasets.wikipedia.reader import SiteInfo
@@ -220,7 +220,7 @@ def _check_output(out, with_de):
 
 @pytest.mark.slow
 def test_job_module_on_two_dumps_each_with_its_own_siteinfo(tmp_path):
-  """``python -m pipelines.wikipedia`` on a glob of a bgwiki and a dewiki dump (plain XML)."""
+  """``python -m pipelines wikipedia`` on a glob of a bgwiki and a dewiki dump (plain XML)."""
   inputs = tmp_path / "in"
   inputs.mkdir()
   (inputs / "bgwiki-pages-articles.xml").write_text(_xml("bg", BG_NAMESPACES, BG_PAGES),
@@ -228,7 +228,7 @@ def test_job_module_on_two_dumps_each_with_its_own_siteinfo(tmp_path):
   (inputs / "dewiki-pages-articles.xml").write_text(_xml("de", DE_NAMESPACES, DE_PAGES),
                                                     encoding="utf-8")
   out = str(tmp_path / "out")
-  proc = subprocess.run([sys.executable, "-m", "pipelines.wikipedia", "--input",
+  proc = subprocess.run([sys.executable, "-m", "pipelines", "wikipedia", "--input",
                          str(inputs / "*.xml"), "--output_dir", out] + SMALL,
                         cwd=REPO, capture_output=True, text=True, timeout=600, check=False)
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -242,6 +242,7 @@ def test_job_on_a_bgwiki_multistream_dump_read_in_ranges(tmp_path, streams_per_s
   dump = str(tmp_path / "bgwiki-pages-articles-multistream.xml.bz2")
   _write_multistream(dump, "bg", BG_NAMESPACES, BG_PAGES)
   out = str(tmp_path / "out")
-  assert wikipedia.main(["--input", dump, "--output_dir", out, "--streams_per_split",
-                         str(streams_per_split)] + SMALL) == 0
+  assert runner.dataset_main("wikipedia", ["--input", dump, "--output_dir", out,
+                                           "--streams_per_split", str(streams_per_split)]
+                             + SMALL) == 0
   _check_output(out, with_de=False)

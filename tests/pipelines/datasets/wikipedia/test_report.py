@@ -8,7 +8,7 @@ import os
 import pytest
 
 from schemas import entities as entities_schema
-from pipelines import wikipedia
+from pipelines import runner
 from tests.golden import inputs
 from tests.pipelines import report_checks
 
@@ -16,8 +16,8 @@ from tests.pipelines import report_checks
 @pytest.mark.slow
 def test_stats_report(tmp_path, restore_logging):
   out = str(tmp_path / "out")
-  assert wikipedia.main(inputs.wikipedia(str(tmp_path / "in")) + ["--output_dir", out]
-                        + report_checks.FLAGS) == 0
+  assert runner.dataset_main("wikipedia", inputs.wikipedia(str(tmp_path / "in"))
+                             + ["--output_dir", out] + report_checks.FLAGS) == 0
   files = report_checks.check_report(out)
   stats = files["stats"]
   assert stats["panels"] == ["outcome", "tokens_per_document", "segments_per_document",
