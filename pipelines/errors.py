@@ -80,18 +80,29 @@ def exit_quietly_on_stop_signals(prog: str) -> None:
   schema_cli.exit_quietly_on_stop_signals(prog, "before the job started")
 
 
+def _released_twice(text: str) -> bool:
+  """Whether ``text`` is the traceback of Beam's worker releasing a bundle processor that was
+  already discarded (``KeyError: 'bundle_<n>'`` from ``bundle_processor_cache.release``): seen
+  when a job with several local worker processes fails on a user error and its bundles are torn
+  down; the instruction's failure reaches the job, which reports the job's own error."""
+  last = text.rstrip().rsplit("\n", 1)[-1]
+  return ("bundle_processor_cache.release" in text
+          and re.fullmatch(r"KeyError: 'bundle_\d+'", last) is not None)
+
+
 class _WorkerStderr:
   """``sys.stderr`` of a Beam SDK worker process: drops the traceback the worker prints for a
   user error (``print(traceback, file=sys.stderr)`` in Beam's ``sdk_worker``, unconditionally),
-  since the job prints that error as one line (and the worker still logs it); everything else
-  passes through."""
+  since the job prints that error as one line (and the worker still logs it), and the one of a
+  bundle torn down twice after it (:func:`_released_twice`); everything else passes through."""
 
   def __init__(self, stream):
     self._stream = stream
     self._dropped = False
 
   def write(self, text: str) -> int:
-    if text.startswith("Traceback (most recent call last)") and MARKER in text:
+    if text.startswith("Traceback (most recent call last)") and (
+        MARKER in text or _released_twice(text)):
       self._dropped = True  # and the newline print() writes after it
       return len(text)
     if self._dropped and text == "\n":

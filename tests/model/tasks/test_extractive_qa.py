@@ -171,4 +171,4 @@ def test_predict_and_score_extractive_qa_records(tmp_path, capsys):
                        "--task", "hotpotqa"]) == 1
   assert capsys.readouterr().err.strip() == (
       f"python -m model.predict: error: --task hotpotqa contradicts the records: {records} was "
-      "written by pipelines.jsonl_qa (task extractive_qa); leave --task out")
+      "written by python -m pipelines jsonl_qa (task extractive_qa); leave --task out")
