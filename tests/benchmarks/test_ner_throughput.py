@@ -1,6 +1,8 @@
 """The realistic text of ``benchmarks/ner_throughput.py``: its mention density, and a carrier
 text in which no ruler pattern matches."""
 
+import pytest
+
 from benchmarks import ner_throughput
 from pipelines.entities import ner
 
@@ -10,6 +12,7 @@ PATTERNS = ["Kalo Mire River", "Battle of Palvol", "Nesfas", "of the", "Was", "T
             "HMS Singir Nasros", "the lo", "Zerman Farbis Prize"]
 
 
+@pytest.mark.slow  # 2.4-3.6 s: builds and counts a realistic corpus (over the 2 s of a fast test)
 def test_realistic_texts_have_their_density_and_the_counts_asked():
   counts = [8000, 500, 1, 40]
   texts = ner_throughput.realistic_texts(counts, PATTERNS, mention_every=10, seed=3)

@@ -628,6 +628,7 @@ def mock_argv(argv):
     sys.argv = saved
 
 
+@pytest.mark.slow  # 2.4-3.1 s: walks the build context as Docker would (over 2 s)
 def test_dockerfile_copies_only_what_exists_and_the_context_keeps(monkeypatch):
   text = read(os.path.join(DEPLOY, "Dockerfile"))
   ignore = read(os.path.join(DEPLOY, "Dockerfile.dockerignore")).splitlines()
