@@ -213,6 +213,15 @@ class Work:
   # Which files the data may name (schemas.data_paths.DataPathPolicy; None: the default).
   data_paths: Any = None
 
+  def add_side(self, role: str, side: Dict[str, Any], missing: str) -> None:
+    """Adds the side input ``side`` (a :func:`size_referenced` dict) as ``role``: its bytes
+    count in the work, and its missing files in a note, ``missing`` formatted with ``n`` (their
+    count, as ``1,234``)."""
+    self.side[role] = side
+    self.extra_bytes += side["bytes"]
+    if side["missing"]:
+      self.notes.append(missing.format(n=f"{side['missing']:,}"))
+
   @property
   def work_bytes(self) -> int:
     return (sum(f.bytes for f in self.inputs) if self.inputs_in_work else 0) + self.extra_bytes

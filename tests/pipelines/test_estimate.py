@@ -361,3 +361,26 @@ def test_a_job_without_a_measured_cost_is_priced_as_the_dearest_and_says_so():
                                  "per MB) is used")
   assert e["work"]["measure"] == "input bytes"
   assert estimate.dataset_cost("no_such_dataset") is None
+
+
+def test_side_inputs_count_their_bytes_and_name_their_missing_files(tmp_path):
+  """jsonl_qa's context files (its folder's cost.py through Work.add_side): the found file's
+  bytes are work, a missing one is a note; a Work without side inputs has neither."""
+  from pipelines.beam.inputs import describe_inputs  # pylint: disable=g-import-not-at-top
+  (tmp_path / "story.txt").write_text("x" * 1000, encoding="utf-8")
+  lines = [{"id": "a", "question": "q?", "answers": ["x"], "context_file": "story.txt"},
+           {"id": "b", "question": "q?", "answers": ["x"], "context_file": "story.txt"},
+           {"id": "c", "question": "q?", "answers": ["x"], "context_file": "gone.txt"}]
+  path = tmp_path / "qa.jsonl"
+  path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+  work = estimate.measure("jsonl_qa", describe_inputs(str(path)))
+  side = work.side["context_files"]
+  assert (side["files"], side["references"], side["bytes"], side["missing"]) == (2, 3, 2000, 1)
+  assert work.extra_bytes == 2000 and work.work_bytes == os.path.getsize(path) + 2000
+  assert work.notes == ["1 lines name a missing context_file (dead letters "
+                        "missing_context_file in a run)"]
+  plain = estimate.Work([])
+  plain.add_side("x", {"bytes": 5, "missing": 0}, "{n} missing")
+  assert plain.notes == [] and plain.extra_bytes == 5
+  plain.add_side("y", {"bytes": 0, "missing": 1234}, "{n} missing")
+  assert plain.notes == ["1,234 missing"]

@@ -25,12 +25,9 @@ def side_inputs(work: Work, options: Any) -> None:
         named[(jsonl_qa.context_root(f.path), name)] += 1
   refs = sizing.allowed(named, work, "context_file")
   if refs:
-    side = sizing.size_referenced(refs)
-    work.side["context_files"] = side
-    work.extra_bytes += side["bytes"]
-    if side["missing"]:
-      work.notes.append(f"{side['missing']:,} lines name a missing context_file (dead letters "
-                        f"missing_context_file in a run)")
+    work.add_side("context_files", sizing.size_referenced(refs),
+                  "{n} lines name a missing context_file (dead letters missing_context_file in "
+                  "a run)")
 
 
 COST = DatasetCost(

@@ -36,7 +36,7 @@ def side_inputs(work: Work, options: Any) -> None:
             "questions": sum(per_story.values()), "bytes": read,
             "missing": sum(n for k, n in per_story.items() if k not in texts),
             "sized": "summaries.csv read"}
-    work.side["summaries"] = side
+    role = "summaries"
   else:
     refs = sizing.allowed(collections.Counter({(where["stories_dir"], f"{k}.content"): n
                                                for k, n in per_story.items()}),
@@ -44,11 +44,9 @@ def side_inputs(work: Work, options: Any) -> None:
     side = sizing.size_referenced(refs)
     side.update(dir=where["stories_dir"], stories=len(per_story))
     side["questions"] = side.pop("references")
-    work.side["stories"] = side
-  work.extra_bytes += side["bytes"]
-  if side["missing"]:
-    work.notes.append(f"{side['missing']:,} questions of --split {options.split} have no "
-                      f"{options.context} (dead letters in a run)")
+    role = "stories"
+  work.add_side(role, side, f"{{n}} questions of --split {options.split} have no "
+                f"{options.context} (dead letters in a run)")
 
 
 def cloud_texts(work: Work) -> Optional[Tuple[float, str, float]]:

@@ -36,11 +36,8 @@ def side_inputs(work: Work, options: Any) -> None:
   if refs or evidence_dir:
     side = sizing.size_referenced(refs)
     side.update(dir=evidence_dir, questions=questions)
-    work.side["evidence"] = side
-    work.extra_bytes += side["bytes"]
-    if side["missing"]:
-      work.notes.append(f"{side['missing']:,} evidence references name missing files (dead "
-                        f"letters missing_evidence in a run)")
+    work.add_side("evidence", side, "{n} evidence references name missing files (dead letters "
+                  "missing_evidence in a run)")
 
 
 def cloud_texts(work: Work) -> Optional[Tuple[float, str, float]]:
