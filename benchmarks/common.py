@@ -50,9 +50,11 @@ def run_main(cmd: List[str], log_path: str) -> List[str]:
     try:
       status = importlib.import_module(module).main(argv)
     except SystemExit as e:  # a usage error (argparse) or a command that exits
-      status = e.code if isinstance(e.code, int) else (e.code is not None)
-      if e.code is not None and not isinstance(e.code, int):
+      if e.code is None or isinstance(e.code, int):
+        status = e.code or 0
+      else:  # sys.exit(message): Python prints the message and exits 1
         err.write(f"{e.code}\n")
+        status = 1
   with open(log_path, "a", encoding="utf-8") as f:
     f.write(f"$ python {' '.join(cmd)}\n{out.getvalue()}\n{err.getvalue()}\n")
   if status:

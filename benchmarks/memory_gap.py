@@ -75,8 +75,6 @@ from schemas import records_dir
 from synthetic.long_range_qa import build as long_range_qa
 from synthetic.long_range_qa.documents import Params as LongRangeParams
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 PRESETS = {"e": "tiny_e", "e_ss": "tiny_e_ss", "plain": "tiny_roberta", "cls": "tiny_cls",
            "e_book": "tiny_e"}
 # ``--memory_scope`` of the models that read across sub-documents (model.book_memory).
@@ -181,20 +179,20 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   model_dir = os.path.join(run_dir, "model")
   paths = data["paths"]
   scope = ["--memory_scope", SCOPES[model]] if model in SCOPES else []
-  lines = run_main(["-m", "model.finetune", *scope, "--task", "hotpotqa", "--model_config", config_path,
-                "--records_dir", paths["records_train"], "--model_dir", model_dir,
-                "--steps", str(args.steps), "--learning_rate", str(args.learning_rate),
-                "--warmup_fraction", "0.1", "--optimizer", "adamw", "--seed", str(seed),
-                "--log_every", str(args.log_every), "--steps_per_loop", str(args.log_every),
-                "--checkpoint_every", str(args.steps)],
-               log)
+  lines = run_main(["-m", "model.finetune", *scope, "--task", "hotpotqa",
+                    "--model_config", config_path,
+                    "--records_dir", paths["records_train"], "--model_dir", model_dir,
+                    "--steps", str(args.steps), "--learning_rate", str(args.learning_rate),
+                    "--warmup_fraction", "0.1", "--optimizer", "adamw", "--seed", str(seed),
+                    "--log_every", str(args.log_every), "--steps_per_loop", str(args.log_every),
+                    "--checkpoint_every", str(args.steps)], log)
   logged = _json_lines(lines)
   steps = [d for d in logged if "step" in d and "loss" in d and not d.get("summary")]
   preds = os.path.join(run_dir, "predictions.json")
-  run_main(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", model_dir,
-        "--output", preds, *scope], log)
+  run_main(["-m", "model.predict", "--records_dir", paths["records_dev"],
+            "--model_dir", model_dir, "--output", preds, *scope], log)
   metrics = json.loads(run_main(["-m", "model.evaluate", "--task", "hotpotqa", "--predictions",
-                             preds, "--gold", paths["dev"]], log)[-1])
+                                 preds, "--gold", paths["dev"]], log)[-1])
   with open(preds, encoding="utf-8") as f:
     predictions = json.load(f)
   by_distance = scores_by_distance(predictions, docs_meta)
@@ -205,7 +203,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
     view = own_segment_view(model_dir, os.path.join(run_dir, "own_segment_view"))
     blocked_preds = os.path.join(run_dir, "predictions_own_segment_only.json")
     run_main(["-m", "model.predict", "--records_dir", paths["records_dev"], "--model_dir", view,
-          "--output", blocked_preds, *scope], log)
+              "--output", blocked_preds, *scope], log)
     with open(preds, encoding="utf-8") as f, open(blocked_preds, encoding="utf-8") as g:
       full, own = json.load(f)["answer"], json.load(g)
     blocked = answer_scores(own, docs_meta)
@@ -216,7 +214,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   # the probe reads each sub-document alone.)
   if model == "e" and not data["params"].get("sub_document_segments"):
     probe = json.loads(run_main(["-m", "benchmarks.memory_probe", "--model_dir",
-                             model_dir, "--data_dir", data["out_dir"]], log)[-1])
+                                 model_dir, "--data_dir", data["out_dir"]], log)[-1])
   return {"probe": probe, "blocked": blocked, "choice": choice, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
           "by_distance": by_distance,
           "curve": [(d["step"], d["loss"]) for d in steps],

@@ -34,8 +34,6 @@ from model import configs
 from schemas import records_dir
 from synthetic.memory_corpus import build as memory_corpus
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 VARIANTS = {"E": "tiny_e", "E(SS)": "tiny_e_ss"}
 METRICS = ("mlm_entity_accuracy", "mlm_accuracy", "mlm_other_accuracy", "mlm_entity_loss",
            "memory_noop_rate")

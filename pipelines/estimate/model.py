@@ -12,7 +12,7 @@ from pipelines.errors import UserError
 from pipelines.estimate.annotation import annotation_estimate
 from pipelines.estimate.costs import (CHARS_PER_WORD, CLOUD_NL_PRICE_SOURCE,
                                       DECOMPRESS_CPU_S_PER_MB, JOB_PARALLELISM, MB,
-                                      SHARE_BOUNDS, Cost, dataset_cost, measured_costs,
+                                      SHARE_BOUNDS, DatasetCost, dataset_cost, measured_costs,
                                       process_share)
 from pipelines.estimate.dataflow import (DATAFLOW_OVERHEAD, DATAFLOW_STARTUP_MIN,
                                          DEFAULT_DISK_TYPE, DEFAULT_MAX_WORKERS,
@@ -21,24 +21,19 @@ from pipelines.estimate.dataflow import (DATAFLOW_OVERHEAD, DATAFLOW_STARTUP_MIN
 from pipelines.estimate.render import price_text
 from pipelines.estimate.sizing import SAMPLE_BYTES, Work
 
-def _cost_for(job: str) -> Tuple[Cost, Optional[str], Optional[str]]:
-  """``(measured cost, substitute note, measured-on kind)`` of ``job``; a dataset without a
-  cost gets the dearest per MB, said so."""
+def _cost_for(job: str) -> Tuple[DatasetCost, Optional[str]]:
+  """``(its DatasetCost, substitute note)`` of ``job``; a dataset without one gets the dearest
+  measured cost per MB of plain input bytes, said so in the note."""
   cost = dataset_cost(job)
   if cost is not None:
-    return cost.measured, None, cost.measured_on_kind
+    return cost, None
   known = measured_costs()
   if not known:
     raise UserError("--estimate: no measured costs (a dataset's cost.py holds them: run "
                     "python -m benchmarks.job_cost)")
   name, measured = max(known.items(), key=lambda kv: kv[1].cpu_s_per_mb)
-  return measured, f"no measured cost for {job}: {name}'s (the dearest per MB) is used", None
-
-
-def work_measure(job: str) -> str:
-  """What ``job``'s MB of work is (its cost's ``work``; plain input bytes without one)."""
-  cost = dataset_cost(job)
-  return cost.work if cost is not None else "input bytes"
+  return (DatasetCost(measured=measured, work="input bytes"),
+          f"no measured cost for {job}: {name}'s (the dearest per MB) is used")
 
 
 def estimate(job: str, work: Work, workers: Workers, options: Any = None,
@@ -48,11 +43,12 @@ def estimate(job: str, work: Work, workers: Workers, options: Any = None,
   USD by vCPU, memory and disk with the prices used; Cloud NL units and USD), local hours by
   stage and the assumptions.  ``share``: the CPU s per wall s a run would get here (default
   :func:`process_share`, this process' own)."""
-  cost, substitute, measured_kind = _cost_for(job)
+  dataset, substitute = _cost_for(job)
+  cost = dataset.measured
   prices = dict(prices or {})
   mb = work.work_bytes / MB
   decompress_s = sum(DECOMPRESS_CPU_S_PER_MB.get(f.kind, 0.0) * f.bytes / MB
-                     for f in work.inputs if f.kind != measured_kind)
+                     for f in work.inputs if f.kind != dataset.measured_on_kind)
   annotation = annotation_estimate(job, work, options,
                                    local="dataflow" not in (workers.runner or "").lower())
   ann_start_s = annotation["start_cpu_s"] if annotation else 0.0
@@ -188,7 +184,7 @@ def estimate(job: str, work: Work, workers: Workers, options: Any = None,
                             "uncompressed_bytes": f.bytes, "sized": f.how}
                            for f in work.inputs[:20]]},
       "side_inputs": work.side,
-      "work": {"bytes": work.work_bytes, "mb": mb, "measure": work_measure(job)},
+      "work": {"bytes": work.work_bytes, "mb": mb, "measure": dataset.work},
       "cost_model": dataclasses.asdict(cost),
       "cpu_hours": cpu_s / 3600, "decompression_cpu_hours": decompress_s / 3600,
       "annotation": annotation,
