@@ -54,6 +54,7 @@ import sys
 
 from model import configs as configs_lib
 from model import faults
+from model import flags
 from schemas import cli
 
 EXAMPLE = ("python -m model.export --model_dir /tmp/model/best --output_dir /tmp/exported "
@@ -90,6 +91,9 @@ def main(argv=None) -> int:
     value = getattr(args, name)
     if value is not None and value < 1:
       p.error(f"--{name} must be >= 1, got {value}")
+  problem = flags.unusable_records(args.records_dir)
+  if problem:
+    return flags.fail(p.prog, problem)
   with faults.starting():
     from model import export_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return export_lib.run(p.prog, args)

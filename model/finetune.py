@@ -106,6 +106,9 @@ def main(argv=None) -> int:
     p.error("--patience needs --dev_records_dir and --gold (it stops on the dev metric)")
   if args.book_memory_refresh < 1:
     p.error(f"--book_memory_refresh must be >= 1, got {args.book_memory_refresh}")
+  problem = flags.unusable_records(args.records_dir, args.dev_records_dir)
+  if problem:
+    return flags.fail(p.prog, problem)
   with faults.starting():
     from model import finetune_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return finetune_lib.run(p.prog, args)

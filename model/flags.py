@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence, Union
 
 from model import configs as configs_lib
 from schemas import cli
+from schemas import records_dir as records_dir_lib
 
 OPTIMIZERS = ("adamw", "lamb")
 
@@ -173,6 +174,23 @@ def check_flags(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     train_config(args, args.steps or 1)
   except ValueError as e:
     p.error(str(e))
+
+
+def unusable_records(*dirs: Union[None, str, Sequence[str]]) -> Optional[str]:
+  """The error of the first local records dir of ``dirs`` (each None, a path or a list of
+  paths, in flag order) that is not a finished pipeline run's output (missing, no manifest, no
+  ``COMPLETED``, nothing written, a listed shard missing), else None: the same message the
+  command's library gives, found before TensorFlow loads (a typo in a path answers at once, not
+  after ~4 s).  Remote paths (``gs://``) are left to the library (``tf.io.gfile``)."""
+  for group in dirs:
+    for path in [group] if isinstance(group, str) else group or ():
+      if "://" in path:
+        continue
+      try:
+        records_dir_lib.read_manifest(path)
+      except (OSError, ValueError) as e:  # ManifestError, SchemaVersionError
+        return str(e)
+  return None
 
 
 def fail(prog: str, message: str) -> int:

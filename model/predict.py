@@ -36,6 +36,7 @@ import sys
 
 from model import configs as configs_lib
 from model import faults
+from model import flags
 from model import tasks
 from schemas import cli
 
@@ -90,6 +91,9 @@ def main(argv=None) -> int:
       p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
   if not 0.0 <= args.sp_threshold <= 1.0:
     p.error(f"--sp_threshold must be in [0, 1], got {args.sp_threshold}")
+  problem = flags.unusable_records(args.records_dir)
+  if problem:
+    return flags.fail(p.prog, problem)
   with faults.starting():
     from model import predict_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return predict_lib.run(p.prog, args)

@@ -73,6 +73,9 @@ def main(argv=None) -> int:
   flags.check_flags(p, args)
   if args.eval_every is not None and not args.dev_records_dir:
     p.error("--eval_every needs --dev_records_dir")
+  problem = flags.unusable_records(args.records_dir, args.dev_records_dir)
+  if problem:
+    return flags.fail(p.prog, problem)
   with faults.starting():
     from model import pretrain_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return pretrain_lib.run(p.prog, args)

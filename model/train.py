@@ -68,6 +68,9 @@ def main(argv=None) -> int:
         mc = configs_lib.ModelConfig.from_json(f.read(), f"--model_config {args.model_config}")
     except (OSError, ValueError) as e:
       p.error(str(e))
+  problem = flags.unusable_records(args.records_dir)
+  if problem:
+    return flags.fail(p.prog, f"--records_dir: {problem}")
   with faults.starting():
     from model import train_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return train_lib.run(p.prog, args, tc, mc)

@@ -147,3 +147,29 @@ def test_predict_with_a_missing_model_dir(dirs, tmp_path):
               "--output", tmp_path / "p.json")
   assert "config.json" in _one_error(proc, "model.predict")
   assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("module, argv, prefix", [
+    ("model.train", ["--model_dir", "{m}"], "--records_dir: "),
+    ("model.finetune", ["--task", "hotpotqa", "--model_dir", "{m}"], ""),
+    ("model.pretrain", ["--model_dir", "{m}"], ""),
+    ("model.predict", ["--model_dir", "{m}", "--output", "{m}.json"], ""),
+    ("model.export", ["--model_dir", "{m}", "--output_dir", "{m}_export"], "")])
+def test_an_unusable_records_dir_is_refused_before_tensorflow_loads(module, argv, prefix,
+                                                                    tmp_path):
+  """The commands read a local records dir's manifest (schemas.records_dir) before they import
+  TensorFlow: a mistyped path is the library's own one line, at once, and nothing is written."""
+  m = str(tmp_path / "m")
+  missing = str(tmp_path / "no_such_dir")
+  code = ("import sys; from {mod} import main; rc = main(sys.argv[1:]); "
+          "print('tensorflow' in sys.modules); sys.exit(rc)").format(mod=module)
+  env = dict(os.environ)
+  proc = subprocess.run([sys.executable, "-c", code, "--records_dir", missing]
+                        + [a.format(m=m) for a in argv], cwd=ROOT, env=env, text=True,
+                        capture_output=True, timeout=120)
+  assert proc.returncode == 1, proc.stderr[-3000:]
+  assert proc.stdout.split() == ["False"], proc.stdout  # TensorFlow was never imported
+  assert proc.stderr.splitlines() == [
+      f"python -m {module}: error: {prefix}{missing} does not exist or is not a directory "
+      "(expected a pipeline's --output_dir)"]
+  assert os.listdir(tmp_path) == []
