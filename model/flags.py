@@ -17,7 +17,6 @@ from typing import Dict, Optional, Sequence, Union
 
 from model import configs as configs_lib
 from schemas import cli
-from schemas import records_dir as records_dir_lib
 
 OPTIMIZERS = ("adamw", "lamb")
 
@@ -182,6 +181,7 @@ def unusable_records(*dirs: Union[None, str, Sequence[str]]) -> Optional[str]:
   ``COMPLETED``, nothing written, a listed shard missing), else None: the same message the
   command's library gives, found before TensorFlow loads (a typo in a path answers at once, not
   after ~4 s).  Remote paths (``gs://``) are left to the library (``tf.io.gfile``)."""
+  from schemas import records_dir as records_dir_lib  # pylint: disable=g-import-not-at-top  (numpy: not for --help)
   for group in dirs:
     for path in [group] if isinstance(group, str) else group or ():
       if "://" in path:

@@ -285,18 +285,26 @@ def supporting_loss(supporting_logits: tf.Tensor, features: Mapping[str, tf.Tens
 
 
 def mlm_token_sums(logits: tf.Tensor, masked_ids: tf.Tensor, masked_weights: tf.Tensor,
-                   masked_is_entity: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+                   masked_is_entity: Optional[tf.Tensor] = None,
+                   index: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
   """This replica's weighted sums over the masked positions (one softmax over the vocabulary).
 
   Args:
     logits: float ``[N, P, V]``; masked_ids: int ``[N, P]``; masked_weights: float ``[N, P]``.
     masked_is_entity: optional float ``[N, P]``, 1 at positions of masked entity mentions.
+    index: None, or the model's ``mlm_index`` int ``[K, 2]`` when ``logits`` are its sparse
+      ``[K, V]`` (the slots of weight > 0): the other three are read at those ``(row, slot)``.
 
   Returns:
     scalars ``weight`` (sum w), ``correct`` (sum w * [arg-max == id]), ``ce`` (sum w *
     cross-entropy, differentiable) and, with ``masked_is_entity``, the same three over entity
     positions: ``entity_weight``, ``entity_correct``, ``entity_ce``.
   """
+  if index is not None:
+    masked_ids, masked_weights = tf.gather_nd(masked_ids, index), tf.gather_nd(masked_weights,
+                                                                               index)
+    if masked_is_entity is not None:
+      masked_is_entity = tf.gather_nd(masked_is_entity, index)
   logits = tf.cast(logits, tf.float32)
   ids = tf.cast(masked_ids, tf.int32)
   w = tf.cast(masked_weights, tf.float32)
@@ -313,7 +321,8 @@ def mlm_token_sums(logits: tf.Tensor, masked_ids: tf.Tensor, masked_weights: tf.
 
 
 def mlm_loss(logits: tf.Tensor, masked_ids: tf.Tensor, masked_weights: tf.Tensor,
-             masked_is_entity: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
+             masked_is_entity: Optional[tf.Tensor] = None,
+             index: Optional[tf.Tensor] = None) -> Dict[str, tf.Tensor]:
   """Masked-LM loss: weighted mean token cross-entropy over the whole pack.
 
   Args:
@@ -321,6 +330,7 @@ def mlm_loss(logits: tf.Tensor, masked_ids: tf.Tensor, masked_weights: tf.Tensor
     masked_ids: int ``[N, P]`` original token ids.
     masked_weights: float ``[N, P]`` (0 for padding positions).
     masked_is_entity: optional float ``[N, P]``, 1 at positions of masked entity mentions.
+    index: the model's ``mlm_index`` with sparse ``[K, V]`` logits (:func:`mlm_token_sums`).
 
   Returns:
     ``{"loss": (sum w * ce / sum w) / R (0 when sum w == 0), "accuracy": global weighted
@@ -328,7 +338,7 @@ def mlm_loss(logits: tf.Tensor, masked_ids: tf.Tensor, masked_weights: tf.Tensor
     ``entity_accuracy`` and ``entity_weight`` (the same over entity positions).
   """
   rep = _Replicas()
-  sums = mlm_token_sums(logits, masked_ids, masked_weights, masked_is_entity)
+  sums = mlm_token_sums(logits, masked_ids, masked_weights, masked_is_entity, index)
   total = rep.sum(sums["ce"])
   keys = ["weight", "correct"] + (["entity_weight", "entity_correct"]
                                   if masked_is_entity is not None else [])
@@ -429,7 +439,8 @@ def readtwice_losses(outputs: Mapping[str, tf.Tensor], features: Mapping[str, tf
          "supporting": sup["loss"], "span_documents": begin["documents"],
          "answer_type_documents": atype["documents"], "supporting_segments": sup["segments"]}
   if "mlm_logits" in outputs and "masked_ids" in features and "masked_weights" in features:
-    mlm = mlm_loss(outputs["mlm_logits"], features["masked_ids"], features["masked_weights"])
+    mlm = mlm_loss(outputs["mlm_logits"], features["masked_ids"], features["masked_weights"],
+                   index=outputs.get("mlm_index"))
     total += mlm_weight * mlm["loss"]
     out.update(mlm=mlm["loss"], mlm_accuracy=mlm["accuracy"], mlm_weight=mlm["weight"])
   if "memory_table" in outputs and "memory_entity_id" in outputs:

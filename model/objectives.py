@@ -163,7 +163,8 @@ class PretrainObjective(Objective):
 
   def step_metrics(self, outputs, features):
     mlm = losses_lib.mlm_loss(outputs["mlm_logits"], features["masked_ids"],
-                              features["masked_weights"], features["masked_is_entity"])
+                              features["masked_weights"], features["masked_is_entity"],
+                              outputs.get("mlm_index"))
     losses = {"mlm": mlm["loss"], "total": mlm["loss"]}
     if self.coref:
       coref = losses_lib.coref_loss(outputs["memory_table"], outputs["memory_entity_id"],

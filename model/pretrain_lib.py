@@ -44,7 +44,8 @@ def mlm_evaluation(model, records_dirs: Sequence[str], task: objectives.Pretrain
   def step(features):
     outputs = model(features, training=False)
     sums = losses_lib.mlm_token_sums(outputs["mlm_logits"], features["masked_ids"],
-                                     features["masked_weights"], features["masked_is_entity"])
+                                     features["masked_weights"], features["masked_is_entity"],
+                                     outputs.get("mlm_index"))
     return tf.concat([tf.stack([sums[k] for k in keys]), objectives.noop_sums(outputs)], 0)
 
   totals = np.zeros(8)

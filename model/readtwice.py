@@ -14,7 +14,10 @@ Outputs (dict):
 * ``answer_type_logits``: float ``[N, 3]`` (span / yes / no) from each segment's CLS.
 * ``supporting_logits``: float ``[N]``.
 * ``mlm_logits``: float ``[N, P, V]`` when the inputs hold ``masked_positions`` ``[N, P]``
-  (the MLM head, tied to the token embeddings, on the second read's output).
+  (the MLM head, tied to the token embeddings, on the second read's output).  With the
+  model's ``sparse_mlm`` on and ``masked_weights`` ``[N, P]`` in the inputs: ``[K, V]`` for
+  the K slots of weight > 0 only, and ``mlm_index`` int ``[K, 2]`` their ``(row, slot)``
+  (dynamic shapes; :func:`model.losses.mlm_token_sums` takes it).
 * with memory: ``memories`` (this replica's ``[M, H]``), ``memory_table`` / ``memory_entity_id``
   / ``memory_mask`` (all replicas' memories, for the coreference loss; with
   ``memory_init="identity"`` the table is scaled by ``H^-1/4``, so the loss' logits are
@@ -91,6 +94,11 @@ class ReadTwiceModel(keras.Model):
     # only (MemoryAttention's sparse_queries; dynamic shapes, so off by default: the trainer
     # turns it on when the step is not XLA-compiled, model.predict always).
     self.sparse_memory_queries = False
+    # The MLM head over the masked slots of weight > 0 only (padding segments and unused
+    # slots skipped: with a 50k vocabulary most of a pre-training step's cost and memory);
+    # dynamic shapes, so off by default: the trainer turns it on when the step is not
+    # XLA-compiled.
+    self.sparse_mlm = False
     c = config
     # A new initializer per weight: one shared instance would give identical values (the
     # position table would equal the first rows of the token table; see model.layers.initializers).
@@ -215,7 +223,14 @@ class ReadTwiceModel(keras.Model):
         **extra,
     }
     if "masked_positions" in inputs:
-      out["mlm_logits"] = self.mlm_head(x, tf.cast(inputs["masked_positions"], tf.int32))
+      positions = tf.cast(inputs["masked_positions"], tf.int32)
+      if self.sparse_mlm and "masked_weights" in inputs:
+        index = tf.cast(tf.where(tf.cast(inputs["masked_weights"], tf.float32) > 0),
+                        tf.int32)  # [K, 2]
+        out["mlm_logits"] = self.mlm_head(x, tf.gather_nd(positions, index), rows=index[:, 0])
+        out["mlm_index"] = index
+      else:
+        out["mlm_logits"] = self.mlm_head(x, positions)
     return out
 
   def _read_memories(self, inputs, x, table, training, **returns):

@@ -134,6 +134,9 @@ class Trainer:
       memories of its whole book, the other packs' ones from a store refilled from the current
       weights every ``book_memory_refresh`` steps, without gradient
       (:class:`model.book_memory.TrainingBookMemory`; not on TPUs).
+    sparse_mlm: the masked-LM head on the masked slots that count only (dynamic shapes,
+      :class:`model.readtwice.ReadTwiceModel`'s ``sparse_mlm``); None: unless the step is
+      XLA-compiled (``jit_compile`` or a TPU), as the entity-only memory reads.
   """
 
   def __init__(self, objective: Objective, records_dirs: Union[Sequence[str], GeneratedPacks],
@@ -144,7 +147,8 @@ class Trainer:
                evaluation: Optional[EvalSpec] = None,
                log_fn: Optional[Callable[[Dict], None]] = None,
                log_batches: bool = False, allow_schedule_change: bool = True,
-               memory_scope: str = "sub_document", book_memory_refresh: int = 100):
+               memory_scope: str = "sub_document", book_memory_refresh: int = 100,
+               sparse_mlm: Optional[bool] = None):
     self.objective = objective
     self.generated = records_dirs if isinstance(records_dirs, GeneratedPacks) else None
     self.records_dirs = [] if self.generated else list(records_dirs)
@@ -163,6 +167,7 @@ class Trainer:
     self.memory_scope = memory_scope
     self.book_memory_refresh = book_memory_refresh
     self.book_memory = None
+    self.sparse_mlm = sparse_mlm
     self.manifests = ([self.generated.manifest()] if self.generated
                       else read_manifests(self.records_dirs))
     cfg = self.manifests[0]["config"]
@@ -235,6 +240,10 @@ class Trainer:
       # XLA (jit_compile or a TPU), which needs static shapes.
       self.model.sparse_memory_queries = not (
           self.tc.jit_compile or isinstance(self.strategy, tf.distribute.TPUStrategy))
+      # The MLM head over the masked slots that count (ReadTwiceModel.sparse_mlm): the same
+      # rule unless the caller says.
+      self.model.sparse_mlm = (self.model.sparse_memory_queries if self.sparse_mlm is None
+                               else self.sparse_mlm)
       self.optimizer = optimization.make_optimizer(self.tc, self.model.trainable_variables)
       self.optimizer.build(self.model.trainable_variables)
       self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")

@@ -79,10 +79,12 @@ class MLMHead(keras.layers.Layer):
   Call args:
     hidden: float ``[N, L, H]``.
     masked_positions: int ``[N, P]`` token positions (clipped to ``[0, L)``; padding positions
-      give logits that the loss weights with 0).
+      give logits that the loss weights with 0); with ``rows``, int ``[K]``.
+    rows: None, or int ``[K]``: the row of ``hidden`` of each of the K ``masked_positions``
+      (the sparse form: only the positions that count).
 
   Returns:
-    float ``[N, P, V]``.
+    float ``[N, P, V]``; with ``rows``, ``[K, V]``.
   """
 
   def __init__(self, embedding_layer: keras.layers.Embedding, hidden_size: int,
@@ -112,13 +114,17 @@ class MLMHead(keras.layers.Layer):
                                        initializer="zeros")
     super().build(input_shape)
 
-  def call(self, hidden, masked_positions):
+  def call(self, hidden, masked_positions, rows=None):
     length = tf.shape(hidden)[1]
     positions = tf.clip_by_value(tf.cast(masked_positions, tf.int32), 0, length - 1)
-    x = tf.gather(hidden, positions, batch_dims=1)  # [N, P, H]
+    if rows is None:
+      x = tf.gather(hidden, positions, batch_dims=1)  # [N, P, H]
+    else:
+      x = tf.gather_nd(hidden, tf.stack([tf.cast(rows, tf.int32), positions], -1))  # [K, H]
     x = self.norm(self.transform(x))
     table = tf.cast(self.embedding_layer.embeddings, x.dtype)  # [V, H]
-    logits = tf.einsum("nph,vh->npv", x, table)
+    logits = (tf.einsum("nph,vh->npv", x, table) if rows is None
+              else tf.einsum("kh,vh->kv", x, table))
     return logits + tf.cast(self.output_bias, x.dtype)
 
   def get_config(self):

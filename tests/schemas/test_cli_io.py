@@ -166,10 +166,12 @@ def test_module_command_is_only_the_packages_own_command(monkeypatch):
     (signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted (SIGINT)")])
 def test_a_stop_signal_while_tensorflow_loads_is_one_line(tmp_path, signum, code, what):
   """``python -m model.<command>`` is stopped while it still imports TensorFlow (~5 s; the
-  signal comes at 1.5 s): one line, even though TensorFlow's import captures fd 2."""
+  signal comes at 1.5 s): one line, even though TensorFlow's import captures fd 2.  (The records
+  dir is a ``gs://`` path: a local one that does not exist is refused before TensorFlow loads;
+  this one is left to ``tf.io.gfile``, so the command imports TensorFlow.)"""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   proc = subprocess.Popen([sys.executable, "-m", "model.predict", "--records_dir",
-                           str(tmp_path / "r"), "--model_dir", str(tmp_path / "m"),
+                           "gs://readtwice-no-such-bucket/r", "--model_dir", str(tmp_path / "m"),
                            "--output", str(tmp_path / "p.json")],
                           cwd=REPO, env=env, text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE)

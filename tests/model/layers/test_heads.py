@@ -114,6 +114,46 @@ def test_mlm_head_is_tied_to_the_embedding():
   assert {v.name for v in own} == {"kernel", "bias", "gamma", "beta", "output_bias"}
 
 
+def test_mlm_head_sparse_rows_are_the_dense_logits_of_the_slots_that_count():
+  """``rows``: the K (row, position) pairs of weight > 0 give the same logits as the dense
+  ``[N, P, V]`` at those slots, and the loss and gradients over them equal the dense ones
+  (the padding row and unused slots contribute nothing); no slot at all is a loss of 0."""
+  from model import losses  # pylint: disable=g-import-not-at-top
+  emb, head = _mlm()
+  hidden = tf.constant(_hidden(4, n=3))
+  positions = tf.constant([[1, 3, 0], [4, 2, 2], [0, 0, 0]], tf.int32)
+  weights = tf.constant([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+  ids = tf.constant([[2, 5, 0], [6, 0, 0], [0, 0, 0]], tf.int32)
+  entity = tf.constant([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+  index = tf.cast(tf.where(weights > 0), tf.int32)
+  assert index.numpy().tolist() == [[0, 0], [0, 1], [1, 0]]
+
+  def run(sparse):
+    with tf.GradientTape() as tape:
+      if sparse:
+        logits = head(hidden, tf.gather_nd(positions, index), rows=index[:, 0])
+        out = losses.mlm_loss(logits, ids, weights, entity, index)
+      else:
+        logits = head(hidden, positions)
+        out = losses.mlm_loss(logits, ids, weights, entity)
+    return logits.numpy(), out, tape.gradient(out["loss"], head.trainable_weights)
+
+  dense_logits, dense, dense_grads = run(False)
+  sparse_logits, sparse, sparse_grads = run(True)
+  assert sparse_logits.shape == (3, 7)
+  np.testing.assert_allclose(sparse_logits, dense_logits[[0, 0, 1], [0, 1, 0]], atol=1e-6)
+  for k in ("loss", "accuracy", "weight", "entity_accuracy", "entity_weight"):
+    np.testing.assert_allclose(float(sparse[k]), float(dense[k]), rtol=1e-6, err_msg=k)
+  assert float(dense["weight"]) == 3.0 and float(dense["entity_weight"]) == 2.0
+  for a, b in zip(sparse_grads, dense_grads):
+    np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(), tf.convert_to_tensor(b).numpy(),
+                               atol=1e-6)
+  none = tf.zeros([0, 2], tf.int32)
+  empty = losses.mlm_loss(head(hidden, tf.zeros([0], tf.int32), rows=tf.zeros([0], tf.int32)),
+                          ids, tf.zeros_like(weights), entity, none)
+  assert float(empty["loss"]) == 0.0 and float(empty["weight"]) == 0.0
+
+
 def test_heads_serialise():
   emb, mlm = _mlm()
   mlm(tf.constant(_hidden()), tf.constant([[0], [1]]))

@@ -170,6 +170,38 @@ def test_model_documents_are_isolated():
   assert np.all(base["begin_logits"].numpy()[:, 0] == readtwice.NEG_LOGIT)
 
 
+def test_model_sparse_mlm_outputs_the_dense_logits_of_the_slots_that_count():
+  """With ``sparse_mlm`` the model's MLM head runs on the masked slots of weight > 0 only: its
+  ``[K, V]`` logits are the dense ``[N, P, V]`` ones at ``mlm_index``, and the pre-training
+  objective's losses and statistics are the dense ones."""
+  from model import objectives  # pylint: disable=g-import-not-at-top
+  mc = configs.tiny(vocab_size=50, max_seq_length=6)
+  model = readtwice.build_model(mc, 6, 4)
+  x = _model_pack(np.random.RandomState(1))
+  x.update(masked_positions=tf.constant([[1, 2, 0], [3, 0, 0], [4, 5, 1], [0, 0, 0]]),
+           masked_weights=tf.constant([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 1.0],
+                                       [0.0, 0.0, 0.0]]),
+           masked_ids=tf.constant([[7, 9, 0], [11, 0, 0], [5, 6, 8], [0, 0, 0]]),
+           masked_is_entity=tf.constant([[1.0, 0.0, 0.0], [0.0, 0.0, 0.0], [1.0, 1.0, 0.0],
+                                         [0.0, 0.0, 0.0]]))
+  dense = model(x)
+  assert "mlm_index" not in dense and dense["mlm_logits"].shape == (4, 3, 50)
+  model.sparse_mlm = True
+  sparse = model(x)
+  index = sparse["mlm_index"].numpy()
+  assert index.tolist() == [[0, 0], [0, 1], [1, 0], [2, 0], [2, 1], [2, 2]]
+  np.testing.assert_allclose(sparse["mlm_logits"].numpy(),
+                             dense["mlm_logits"].numpy()[index[:, 0], index[:, 1]], atol=1e-5)
+  objective = objectives.PretrainObjective(mc, configs.MaskingConfig(mask_token_id=3,
+                                                                     vocab_size=50))
+  (dl, ds), (sl, ss) = (objective.step_metrics(o, x) for o in (dense, sparse))
+  for k in ("mlm", "total"):
+    np.testing.assert_allclose(float(sl[k]), float(dl[k]), rtol=1e-5, err_msg=k)
+  for k in ("mlm_accuracy", "mlm_entity_accuracy", "masked_tokens"):
+    np.testing.assert_allclose(float(ss[k]), float(ds[k]), rtol=1e-6, err_msg=k)
+  assert float(ss["masked_tokens"]) == 6.0
+
+
 def test_model_config_serialisation():
   model = readtwice.ReadTwiceModel(configs.tiny())
   clone = readtwice.ReadTwiceModel.from_config(model.get_config())
