@@ -19,14 +19,14 @@ checks the estimate's parts; the runs it is compared with are these.
 
 Without ``QUICKSTART_TIMES`` (``make check``) the trainings are shortened, the one change to the
 commands: ``--steps 20`` runs :data:`SHORT_STEPS` steps (pre-training, which evaluates once at
-its end: :data:`SHORT_PRETRAIN_STEPS`, each step ~15 s of the MLM head over 50,265 tokens) and
+its end: :data:`SHORT_PRETRAIN_STEPS`, each step ~3 s, its MLM head over 50,265 tokens) and
 ``--eval_every 10`` evaluates every :data:`SHORT_EVAL_EVERY`, so that a fine-tune still
 evaluates on dev twice and every command, flag and output is exercised as written, in a
 fraction of the time (issue 42).  Then the fine-tune, predict and evaluate commands also run in
 the test's process (their ``main(argv)`` in the work folder, as ``python -m`` calls it: the same
 flags, outputs and summary line, without a TensorFlow load per command); the pipelines and the
 pre-training stay processes of their own (the estimates are compared with whole runs, and the
-pre-training's ~9 GB step is kept out of the test worker).  ``tests/test_cli_contract.py`` runs
+pre-training's ~5 GB peak is kept out of the test worker).  ``tests/test_cli_contract.py`` runs
 every command's ``python -m`` entry point.
 """
 
@@ -210,9 +210,9 @@ IN_PROCESS = ("model.finetune", "model.predict", "model.evaluate")
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("restore_logging")  # (the in-process commands install a log handler)
 @pytest.mark.parametrize("heading", list(QUICKSTARTS))
-def test_the_quick_start_runs_as_written(heading, tmp_path, monkeypatch, restore_logging):
-  del restore_logging  # (the in-process commands install their own log handler)
+def test_the_quick_start_runs_as_written(heading, tmp_path, monkeypatch):
   build, questions = QUICKSTARTS[heading]
   if build is not jsonl_qa_data and not SAMPLES.is_dir():  # the JSON-lines sample is ours
     pytest.skip("no ../shared/samples")
@@ -311,11 +311,11 @@ def _run_in_process(argv, cwd, monkeypatch):
   """:func:`_run` of a model command (``python -m <module> ...``) as its ``main(argv)`` in
   this process, with ``cwd`` as the working directory."""
   from benchmarks import common  # pylint: disable=g-import-not-at-top
-  monkeypatch.chdir(cwd)
-  t0 = time.perf_counter()
-  lines = common.run_main(argv[1:], str(cwd / "in_process.log"))  # raises on a failure
-  seconds = time.perf_counter() - t0
-  monkeypatch.undo()
+  with monkeypatch.context() as m:
+    m.chdir(cwd)
+    t0 = time.perf_counter()
+    lines = common.run_main(argv[1:], str(cwd / "in_process.log"))  # raises on a failure
+    seconds = time.perf_counter() - t0
   return json.loads(lines[-1]), seconds
 
 
