@@ -112,16 +112,26 @@ def test_a_bad_scale_is_a_usage_error(run):
 
 
 def test_the_longest_files_are_collected_first_and_exist():
-  """tests/conftest.py puts LONGEST_FILES first (the xdist workers get them early); a renamed
-  file must be renamed there too."""
+  """tests/conftest.py puts LONGEST_FILES first (the xdist workers get them early), then the
+  other files with a slow test, then the files of fast tests only; a renamed file must be
+  renamed there too."""
   from tests import REPO_ROOT, conftest  # pylint: disable=g-import-not-at-top
   missing = [p for p in conftest.LONGEST_FILES if not (REPO_ROOT / p).is_file()]
   assert not missing, f"tests/conftest.py LONGEST_FILES names missing files: {missing}"
   assert len(set(conftest.LONGEST_FILES)) == len(conftest.LONGEST_FILES)
-  items = [type("Item", (), {"nodeid": n})() for n in (
-      "tests/a/test_x.py::t1", f"{conftest.LONGEST_FILES[1]}::t", "tests/a/test_x.py::t2",
-      f"{conftest.LONGEST_FILES[0]}::t")]
+
+  class Item:
+    def __init__(self, nodeid, slow=False):
+      self.nodeid, self.slow = nodeid, slow
+
+    def get_closest_marker(self, name):
+      return "slow" if name == "slow" and self.slow else None
+
+  items = [Item("tests/a/test_x.py::t1"), Item(f"{conftest.LONGEST_FILES[1]}::t"),
+           Item("tests/b/test_y.py::t1"), Item("tests/a/test_x.py::t2"),
+           Item("tests/b/test_y.py::t2", slow=True), Item(f"{conftest.LONGEST_FILES[0]}::t")]
   conftest.pytest_collection_modifyitems(items)
   assert [i.nodeid for i in items] == [f"{conftest.LONGEST_FILES[0]}::t",
                                        f"{conftest.LONGEST_FILES[1]}::t",
+                                       "tests/b/test_y.py::t1", "tests/b/test_y.py::t2",
                                        "tests/a/test_x.py::t1", "tests/a/test_x.py::t2"]

