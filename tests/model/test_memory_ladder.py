@@ -222,8 +222,12 @@ def test_quick_ladder_readtwice_e_learns_the_lookup_scratch_and_pretrained(tmp_p
   results = {}
   for init, seeds in (("scratch", 2), ("pretrained", 1)):
     out = tmp_path / f"{init}.json"
+    # One worker process for the pre-trained path (its pre-training, then its fine-tune, one
+    # after the other: a second worker would only load TensorFlow), on the 1 thread each of
+    # --quick's 2 workers has on 2 cores.
+    parallel = ["--parallel", "1", "--threads", "1"] if seeds == 1 else []
     assert memory_ladder.main(["--quick", "--inits", init, "--r0_seeds", str(seeds),
-                               "--cache_dir", cache, "--out", str(out)]) == 0
+                               "--cache_dir", cache, "--out", str(out)] + parallel) == 0
     results[init] = json.loads(out.read_text())["results"]
     e = [r for r in results[init] if r["model"] == "E" and r["init"] == init]
     blocked = [r for r in results[init] if r["model"] == "E-blocked" and r["init"] == init]
