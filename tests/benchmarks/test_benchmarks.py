@@ -14,7 +14,7 @@ REPO = str(REPO_ROOT)
 
 
 @pytest.mark.parametrize("name, args", [
-    ("hotpotqa_throughput", ["--num_questions", "30", "--pairs", "2"]),
+    ("hotpotqa_throughput", ["--num_questions", "30", "--pairs", "1"]),
     ("all", ["--scale", "0.005", "--pairs", "1"]),
     ("pipeline_memory", ["--questions", "100,200"]),
     ("read_memory", ["--sizes_mb", "1,2"]),
