@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from concurrent import futures
@@ -51,6 +52,29 @@ def test_help_exits_0_with_usage_example_and_no_banner(helps, module):
   assert proc.stderr == ""  # no TF / absl banners, no warnings
   assert proc.stdout.startswith(f"usage: python -m {module} ")
   assert "\nexample:\n  python -m " + module in proc.stdout
+
+
+@pytest.mark.slow
+def test_every_flag_in_the_docs_commands_is_in_the_commands_help(helps):
+  """The flags of every command in the README's and docs/' bash blocks, checked against that
+  command's real ``--help`` (the ``helps`` above, and its own for a documented command that is
+  not among them); pipelines also take Beam's pipeline options."""
+  from pipelines import flags  # pylint: disable=g-import-not-at-top
+  from tests.test_docs import documented_commands  # pylint: disable=g-import-not-at-top
+  beam = set(flags._flag_names(flags._beam_parser()))  # pylint: disable=protected-access
+  problems = []
+  for module, uses in sorted(documented_commands().items()):
+    proc = helps[module] if module in helps else _run(module, "--help")
+    assert proc.returncode == 0, f"{module} --help: {proc.stderr[-2000:]}"
+    known = set(re.findall(r"--[a-z0-9_]+", proc.stdout))
+    known |= {f"--no{f[2:]}" for f in known}
+    if module.startswith("pipelines"):
+      known |= beam
+    for page, cmd in uses:
+      problems += [f"{page}: {module} {flag}" for flag in re.findall(r"(?<![\w-])--[a-z0-9_]+",
+                                                                       cmd)
+                   if flag not in known]
+  assert not problems, problems
 
 
 # The example of every command, parsed by the command's own main(): Parser.parse(_args) is

@@ -2,10 +2,7 @@
 relative markdown link of README.md and docs/*.md names a file of the repository, and every
 ``#anchor`` a heading of its page (GitHub's anchors); the README stays short."""
 
-import os
 import re
-import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 from typing import Dict, List, Set, Tuple
@@ -110,29 +107,6 @@ def documented_commands() -> Dict[str, List[Tuple[str, str]]]:
           module = m.group(1) + (f" {m.group(2)}" if m.group(1) == "pipelines" else "")
           found.setdefault(module, []).append((page.name, cmd.split("#")[0]))
   return found
-
-
-@pytest.mark.slow
-def test_every_flag_in_the_docs_commands_is_in_the_commands_help():
-  """The flags of every documented command, checked against that command's real ``--help``
-  (pipelines also take Beam's pipeline options)."""
-  from pipelines import flags  # pylint: disable=g-import-not-at-top
-  beam = set(flags._flag_names(flags._beam_parser()))  # pylint: disable=protected-access
-  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO_ROOT))
-  problems = []
-  for module, uses in sorted(documented_commands().items()):
-    proc = subprocess.run([sys.executable, "-m", *module.split(), "--help"], cwd=REPO_ROOT,
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{module} --help: {proc.stderr[-2000:]}"
-    known = set(re.findall(r"--[a-z0-9_]+", proc.stdout))
-    known |= {f"--no{f[2:]}" for f in known}
-    if module.startswith("pipelines"):
-      known |= beam
-    for page, cmd in uses:
-      problems += [f"{page}: {module} {flag}" for flag in re.findall(r"(?<![\w-])--[a-z0-9_]+",
-                                                                       cmd)
-                   if flag not in known]
-  assert not problems, problems
 
 
 def test_every_prediction_after_fine_tuning_uses_the_best_model():
