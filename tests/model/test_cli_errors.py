@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -22,6 +23,16 @@ def _run(module, *args):
   env.pop("TF_CPP_MIN_LOG_LEVEL", None)
   return subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=ROOT, env=env,
                         text=True, capture_output=True, timeout=600)
+
+
+def _run_main(capsys, module, *args):
+  """:func:`_run` as the command's ``main(argv)`` in this process (``python -m`` calls the same
+  function: the process boundary is checked by the other case of each test below)."""
+  import importlib  # pylint: disable=g-import-not-at-top
+  capsys.readouterr()
+  status = importlib.import_module(module).main([str(a) for a in args])
+  out, err = capsys.readouterr()
+  return subprocess.CompletedProcess([module, *args], status, out, err)
 
 
 def _one_error(proc, module):
@@ -83,25 +94,29 @@ def dirs(tmp_path_factory):
   return out
 
 
-@pytest.mark.parametrize("which, what", [("flipped", "bad data checksum in record 1"),
-                                         ("cut", "truncated record 1")])
+# Each corruption once as a process (exit status, stderr) and once in this process.
+@pytest.mark.parametrize("which, what, in_process", [
+    ("flipped", "bad data checksum in record 1", True), ("cut", "truncated record 1", False)])
 @pytest.mark.slow
-def test_predict_names_the_corrupt_file_and_record(dirs, which, what):
+def test_predict_names_the_corrupt_file_and_record(dirs, which, what, in_process, capsys):
   output = os.path.join(dirs["base"], f"pred_{which}.json")
-  proc = _run("model.predict", "--records_dir", dirs[which], "--model_dir", dirs["model"],
-              "--output", output)
+  run = functools.partial(_run_main, capsys) if in_process else _run
+  proc = run("model.predict", "--records_dir", dirs[which], "--model_dir", dirs["model"],
+             "--output", output)
   line = _one_error(proc, "model.predict")
   assert line == (f"python -m model.predict: error: corrupt records: "
                   f"{os.path.join(dirs[which], SHARD)}: {what}")
   assert not os.path.exists(output)
 
 
-@pytest.mark.parametrize("which, what", [("flipped", "bad data checksum in record 1"),
-                                         ("cut", "truncated record 1")])
+@pytest.mark.parametrize("which, what, in_process", [
+    ("flipped", "bad data checksum in record 1", False), ("cut", "truncated record 1", True)])
 @pytest.mark.slow
-def test_train_names_the_corrupt_file_and_record(dirs, which, what, tmp_path):
-  proc = _run("model.train", "--records_dir", dirs[which], "--model_dir", tmp_path / "m",
-              "--steps", 4, "--noshuffle")
+def test_train_names_the_corrupt_file_and_record(dirs, which, what, in_process, tmp_path,
+                                                  capsys):
+  run = functools.partial(_run_main, capsys) if in_process else _run
+  proc = run("model.train", "--records_dir", dirs[which], "--model_dir", tmp_path / "m",
+             "--steps", 4, "--noshuffle")
   line = _one_error(proc, "model.train")
   assert line.endswith(f"corrupt records: {os.path.join(dirs[which], SHARD)}: {what}"), line
 
