@@ -155,6 +155,21 @@ def _fail(prog: str, message: str, status: int) -> int:
   return status
 
 
+def _stop_while_starting(prog: str, what: str, status: int) -> int:
+  """The one line of a stop signal while the command loads its libraries; its status.  In the
+  command's own process (``python -m model.<command>``) the process exits with it at once
+  (nothing has been written, the cleanups have run): CPython keeps one process-wide "unhandled
+  KeyboardInterrupt" flag, set by any ``PyRun_*`` evaluation that a KeyboardInterrupt ends
+  (also one an extension module runs while TensorFlow loads; see python/cpython gh-128130),
+  and ends a process whose flag is set by killing itself with SIGINT, although the interrupt
+  was handled here: a test saw status -2 after this line once in ~10 whole runs, under load."""
+  _fail(prog, f"{what} while starting; nothing was written", status)
+  if cli.module_command("model") == prog:
+    sys.stdout.flush()
+    os._exit(status)  # pylint: disable=protected-access
+  return status
+
+
 def command(module: str, trains: bool = False) -> Callable:
   """Decorates the ``main(argv=None) -> int`` of ``python -m <module>`` (see the module
   docstring); ``trains``: a rerun resumes from the last checkpoint (said in the messages)."""
@@ -183,15 +198,13 @@ def command(module: str, trains: bool = False) -> Callable:
       except KeyboardInterrupt:
         _run_cleanups()
         if _STARTING[0]:
-          return _fail(prog, "interrupted (SIGINT) while starting; nothing was written",
-                       EXIT_SIGINT)
+          return _stop_while_starting(prog, "interrupted (SIGINT)", EXIT_SIGINT)
         return _fail(prog, f"interrupted (Ctrl-C); partial outputs were removed{rerun}",
                      EXIT_SIGINT)
       except Terminated:
         _run_cleanups()
         if _STARTING[0]:
-          return _fail(prog, "terminated (SIGTERM) while starting; nothing was written",
-                       EXIT_SIGTERM)
+          return _stop_while_starting(prog, "terminated (SIGTERM)", EXIT_SIGTERM)
         return _fail(prog, f"terminated (SIGTERM); partial outputs were removed{rerun}",
                      EXIT_SIGTERM)
       except SystemExit:
