@@ -6,6 +6,7 @@ parser is checked against the same rules in tests/test_cli_contract.py."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import subprocess
@@ -182,6 +183,30 @@ def test_a_stop_signal_while_tensorflow_loads_is_one_line(tmp_path, signum, code
   assert err.splitlines() == [
       f"python -m model.predict: error: {what} while starting; nothing was written"]
   assert out == "" and os.listdir(tmp_path) == []
+
+
+_MATPLOTLIB_AFTER_TENSORFLOW = """
+import json, sys
+import model  # installs the import hook that hides TensorFlow's banners
+import tensorflow
+loaded = "matplotlib" in sys.modules
+from keras.src.visualization import plot_bounding_box_gallery, plot_image_gallery
+import matplotlib.patches, matplotlib.pyplot
+print(json.dumps({"loaded_with_tensorflow": loaded,
+                  "plt": plot_image_gallery.plt.figure is matplotlib.pyplot.figure,
+                  "patches": plot_bounding_box_gallery.patches.Patch is matplotlib.patches.Patch}))
+"""
+
+
+@pytest.mark.slow
+def test_tensorflow_loads_without_matplotlib_and_keras_helpers_still_find_it():
+  """Keras imports matplotlib (0.4 s) for two figure helpers: a model command's TensorFlow
+  import leaves it out, and the helpers get the real modules on first use."""
+  proc = subprocess.run([sys.executable, "-c", _MATPLOTLIB_AFTER_TENSORFLOW], cwd=REPO,
+                        text=True, capture_output=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr
+  assert json.loads(proc.stdout.splitlines()[-1]) == {
+      "loaded_with_tensorflow": False, "plt": True, "patches": True}
 
 
 def test_an_input_that_is_a_fifo_or_a_device_is_refused(tmp_path, capsys):
