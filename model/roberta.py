@@ -19,11 +19,11 @@ import posixpath
 import sys
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-import tensorflow as tf
-
 from model import configs as configs_lib
-from model import roberta_checkpoint, roberta_mapping
 from schemas import cli
+
+# TensorFlow and the checkpoint modules (which import it) load after the flags parse, so that
+# --help and a usage error answer at once, as with the other model commands.
 
 EXAMPLE = ("python -m model.roberta --hf_dir /tmp/roberta-base --model_dir /tmp/readtwice_init "
            "--preset readtwice_e")
@@ -53,6 +53,7 @@ def build_parser() -> cli.Parser:
 
 def _our_tokens(args, hf_config: Mapping[str, Any]) -> Tuple[Optional[List[str]], int]:
   """``(our tokens or None, vocab_size)`` for the CLI's vocabulary flags."""
+  from model import roberta_checkpoint, roberta_mapping  # pylint: disable=g-import-not-at-top
   if args.same_vocab:
     return None, int(hf_config.get("vocab_size", 0))
   if args.vocab_file:
@@ -65,7 +66,8 @@ def _our_tokens(args, hf_config: Mapping[str, Any]) -> Tuple[Optional[List[str]]
 
 def convert(args) -> Dict[str, Any]:
   """The CLI's work: build, initialise, save; returns the report (plus output paths)."""
-  from model import readtwice
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from model import readtwice, roberta_checkpoint, roberta_mapping  # pylint: disable=g-import-not-at-top
 
   hf_config = roberta_checkpoint.read_hf_config(args.hf_dir)
   tokens, vocab_size = _our_tokens(args, hf_config)
@@ -103,6 +105,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     p.error("--num_layers_first must be >= 1")
   if args.same_vocab and args.vocab_file:
     p.error("--same_vocab and --vocab_file exclude each other")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from model import roberta_checkpoint  # pylint: disable=g-import-not-at-top
   try:
     report = convert(args)
   except roberta_checkpoint.CheckpointError as e:

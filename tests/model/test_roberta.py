@@ -13,6 +13,8 @@ import json
 import os
 import pickle
 import shutil
+import subprocess
+import sys
 import zipfile
 
 import numpy as np
@@ -20,6 +22,7 @@ import pytest
 import tensorflow as tf
 
 from model import configs, readtwice, roberta, roberta_checkpoint, roberta_mapping
+from tests import REPO_ROOT
 from tests.model import make_roberta_reference as reference
 
 L = reference.L  # tokens per segment = the checkpoint's positions (max_position_embeddings - 2)
@@ -280,6 +283,21 @@ def test_cli_usage_errors(tmp_path, capsys):
   assert e.value.code == 2
   err = capsys.readouterr().err.strip().splitlines()
   assert err[-1].startswith("python -m model.roberta: error:") and "nothing" in err[-1]
+
+
+def test_cli_help_and_usage_errors_answer_before_tensorflow_loads(tmp_path):
+  """As the other model commands: the flags parse (and ``--help`` prints) with TensorFlow not
+  imported, so a typo costs a fraction of a second, not TensorFlow's ~3-s import."""
+  code = ("import sys; from model import roberta\n"
+          "try:\n  roberta.main(sys.argv[1:])\nexcept SystemExit as e:\n"
+          "  print('tensorflow' in sys.modules, e.code, file=sys.stderr)")
+  for argv, status in ((["--help"], 0), (["--hf_dri", "x", "--model_dir", str(tmp_path)], 2),
+                       (["--hf_dir", "x", "--model_dir", str(tmp_path), "--same_vocab",
+                         "--vocab_file", "v.json"], 2)):
+    proc = subprocess.run([sys.executable, "-c", code, *argv], cwd=str(REPO_ROOT), text=True,
+                          capture_output=True, timeout=120)
+    assert proc.stderr.splitlines()[-1] == f"False {status}", proc.stderr
+  assert os.listdir(tmp_path) == []
 
 
 def test_default_tokens_are_the_tokenizers():
