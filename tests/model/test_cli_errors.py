@@ -130,11 +130,13 @@ def test_pretrain_names_the_corrupt_file_and_record(dirs, tmp_path):
                        "bad data checksum in record 1"), line
 
 
+# The errors below come after TensorFlow loads; in this process (the corrupt-record cases
+# above check the same one-line error of predict and train as processes).
 @pytest.mark.slow
-def test_predict_on_records_longer_than_the_model(dirs):
+def test_predict_on_records_longer_than_the_model(dirs, capsys):
   output = os.path.join(dirs["base"], "pred_long.json")
-  proc = _run("model.predict", "--records_dir", dirs["long"], "--model_dir", dirs["model"],
-              "--output", output)
+  proc = _run_main(capsys, "model.predict", "--records_dir", dirs["long"], "--model_dir",
+                   dirs["model"], "--output", output)
   line = _one_error(proc, "model.predict")
   assert "max_seq_length 24 < records seq_length 48" in line, line
   assert not os.path.exists(output)
@@ -157,9 +159,9 @@ def test_predict_and_train_refuse_unusable_dirs(dirs, which, what, tmp_path):
 
 
 @pytest.mark.slow
-def test_predict_with_a_missing_model_dir(dirs, tmp_path):
-  proc = _run("model.predict", "--records_dir", dirs["good"], "--model_dir", tmp_path / "nope",
-              "--output", tmp_path / "p.json")
+def test_predict_with_a_missing_model_dir(dirs, tmp_path, capsys):
+  proc = _run_main(capsys, "model.predict", "--records_dir", dirs["good"], "--model_dir",
+                   tmp_path / "nope", "--output", tmp_path / "p.json")
   assert "config.json" in _one_error(proc, "model.predict")
   assert not (tmp_path / "p.json").exists()
 
