@@ -87,11 +87,14 @@ class _SummedGradients:
   """Mixin: gradients given to ``apply_gradients`` are already summed over replicas; Keras'
   per-variable work done with fewer graph ops, the same values.
 
-  A tiny model's training graph was half optimizer: Keras evaluates the learning-rate
-  schedule again for each decayed variable and the step's bias-correction scalars again for
-  each variable (31 of 7,700 ops per variable to trace and run).  Here they are computed once
-  a step (the step counter moves only after the whole update, so every variable saw the same
-  values); each variable's own update keeps Keras' ops in Keras' order.
+  Keras evaluates the learning-rate schedule again for each decayed variable, and the step's
+  bias-correction scalars again for each variable: of a tiny fine-tune's 7,698 graph ops,
+  2,370 were the optimizer's.  Here they are computed once a step (the step counter moves only
+  after the whole update, so every variable saw the same values), and each variable's own
+  update keeps Keras' ops in Keras' order: the same values bit for bit
+  (tests/model/test_optimizer_steps.py).  Grappler merged the repeated ops before they ran, so
+  a step runs as fast as before; what is saved is tracing and optimizing the graph, ~1 s of
+  every training's start.
   """
 
   def _all_reduce_sum_gradients(self, grads_and_vars):  # Keras' TF-backend hook
@@ -238,7 +241,8 @@ def clip_by_norm(t: tf.Tensor, clip: float) -> tf.Tensor:
   """``tf.clip_by_norm(t, clip)`` for a dense ``t`` whose gradient is not taken, with the same
   values (``t * clip / max(||t||_2, clip)``, the same ops in the same order) in 7 graph ops
   instead of 17: TensorFlow's guards the square root of a zero norm for the gradient's sake.
-  Called once per variable in every training step, it was a seventh of a training graph."""
+  Called once per variable in every training step, it was 1,003 of a tiny fine-tune's 7,698
+  graph ops."""
   clip = tf.cast(clip, t.dtype)
   norm = tf.sqrt(tf.reduce_sum(t * t, keepdims=True))
   return t * clip / tf.maximum(norm, clip)
