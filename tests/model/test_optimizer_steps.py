@@ -1,5 +1,5 @@
 """The optimizers' leaner graphs (``model.optimization``: the schedule and the bias-correction
-scalars once a step, a 7-op clip) change no value: several steps of our AdamW and Lamb leave
+scalars once a step, an 8-op clip) change no value: several steps of our AdamW and Lamb leave
 every variable and slot bit for bit where Keras' own optimizers, built the same way, leave
 them, in a ``tf.function`` as the trainer runs them; the clip equals ``tf.clip_by_norm`` bit
 for bit, also at zero, huge and non-finite norms; and the traced step has fewer ops."""
