@@ -316,7 +316,8 @@ def main() -> None:
     else:
       pipeline_child(*child)
     return
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.all",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--pairs", type=int, default=MIN_PAIRS,
                   help=f"interleaved (bare, pipeline) pairs per pipeline; fewer than {MIN_PAIRS} "
                        "is only for smoke tests (default: %(default)s)")

@@ -149,7 +149,8 @@ def measure_aliases(tmp: str, reps: int, rows: int) -> Dict[str, float]:
 
 
 def main(argv: Sequence[str] = None) -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.annotation_cost",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--reps", type=int, default=3)
   ap.add_argument("--aliases", type=int, default=100_000,
                   help="rows of the generated alias table (default: %(default)s)")

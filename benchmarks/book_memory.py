@@ -74,7 +74,8 @@ def run(argv, env):
 
 
 def main(argv=None) -> int:
-  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  p = argparse.ArgumentParser(prog="python -m benchmarks.book_memory",
+                              description=__doc__.split("\n\n")[0])
   p.add_argument("--reps", type=int, default=3)
   p.add_argument("--max_segments_per_document", type=int, default=16)
   p.add_argument("--story", default=os.path.join(SAMPLES, "stories", f"{STORY_ID}.content"))

@@ -170,7 +170,8 @@ def breakdown(raw, config: RecordsConfig) -> dict:
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.hotpotqa_throughput",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--num_questions", type=int, default=9000,
                   help="synthetic questions (default: %(default)s)")
   ap.add_argument("--input", default=None, help="HotpotQA JSON; default: synthetic questions")

@@ -75,7 +75,8 @@ def measure(records: str, max_mentions: int, seconds: float) -> dict:
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.input_pipeline",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--pages", type=int, default=400)
   ap.add_argument("--seq_length", type=int, default=512)
   ap.add_argument("--segments_per_pack", type=int, default=32)

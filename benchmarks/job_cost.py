@@ -229,7 +229,8 @@ def cost_entry(job: str, fits: List[Dict[str, float]], tiny: Input, large: Input
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.job_cost",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--reps", type=int, default=5,
                   help="repetitions of each (tiny, larger) pair (default: %(default)s)")
   ap.add_argument("--only", default=",".join(DATASETS),

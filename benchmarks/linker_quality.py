@@ -273,7 +273,8 @@ def run(data_dir: str, min_count: int, min_probability: float, ruler_patterns: i
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
   d = linker_lib.LinkerConfig()
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.linker_quality",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--data_dir", default=DATA_DIR,
                   help="folder with aliases.tsv and mentions.jsonl (default: %(default)s)")
   ap.add_argument("--min_count", type=int, default=d.min_count,

@@ -25,7 +25,8 @@ from synthetic.memory_corpus import build, corpus
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+  p = argparse.ArgumentParser(prog="python -m benchmarks.memory_corpus",
+                              description=__doc__.split("\n\n")[0],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--out_dir", required=True)
   p.add_argument("--seed", type=int, default=0)

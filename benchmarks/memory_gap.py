@@ -232,7 +232,8 @@ def _stats(values: Sequence[float]) -> str:
 def parse_args(argv: Optional[Sequence[str]] = None):
   """``(args, models, params)`` of the command line (usage errors exit 2)."""
   d = LongRangeParams()
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.memory_gap",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--out_dir", default=None,
                   help="data, models and logs go here (default: a temporary directory, "
                        "deleted at the end)")

@@ -100,7 +100,8 @@ def probe(model_dir: str, data_dir: str, split: str = "dev") -> Dict:
 
 
 def main(argv=None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.memory_probe",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--model_dir", required=True)
   ap.add_argument("--data_dir", required=True, help="a synthetic.long_range_qa build dir")
   ap.add_argument("--split", default="dev", choices=["train", "dev"])

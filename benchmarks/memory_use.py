@@ -102,7 +102,8 @@ def _mean_sd(values: Sequence[float]) -> str:
 
 
 def main(argv=None) -> int:
-  p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+  p = argparse.ArgumentParser(prog="python -m benchmarks.memory_use",
+                              description=__doc__.split("\n\n")[0])
   p.add_argument("--out_dir", default="/tmp/readtwice_memory_use")
   p.add_argument("--seeds", type=int, default=3)
   p.add_argument("--steps", type=int, default=1200)

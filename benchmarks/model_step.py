@@ -91,7 +91,8 @@ def make_step(config, features, jit: bool, bf16: bool, dense_queries: bool = Fal
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.model_step",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--hidden", type=int, default=256)
   ap.add_argument("--heads", type=int, default=4)
   ap.add_argument("--layers_first", type=int, default=4)

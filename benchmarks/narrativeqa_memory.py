@@ -103,7 +103,8 @@ def write_layout(root: str, words: int, questions: int, seed: int) -> str:
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.narrativeqa_memory",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--words", type=int, default=400_000)
   ap.add_argument("--questions", type=int, default=30)
   ap.add_argument("--seed", type=int, default=0)

@@ -273,7 +273,8 @@ def summary(pairs: List[Dict[str, float]]) -> Dict[str, object]:
 
 
 def main(argv=None) -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.ner_throughput",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--text", choices=("both",) + TEXTS, default="both",
                   help="which text to measure (default: %(default)s; the figure is the "
                        "realistic one when it is measured)")

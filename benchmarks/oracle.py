@@ -250,7 +250,8 @@ def spread(values: Sequence[float], scale: float = 1e3, fmt: str = ".2f") -> str
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.oracle",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--words", type=int, default=30000,
                   help="book length in words (400000: a long NarrativeQA book)")
   ap.add_argument("--questions", type=int, default=30)

@@ -253,7 +253,8 @@ def measure(path: str, n: int, mode: str, out_dir: str, interval: float) -> Dict
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.pipeline_memory",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--questions", default="9000,90447", help="comma-separated question counts")
   ap.add_argument("--modes", default="in_memory",
                   help=f"comma-separated, of: {', '.join(MODES)}")

@@ -134,7 +134,8 @@ def _spread(values) -> str:
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.read_memory",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--sizes_mb", default="5,50", help="comma-separated input sizes in MB")
   ap.add_argument("--repeats", type=int, default=1, help="runs per size (interleaved)")
   ap.add_argument("--old", action="store_true",

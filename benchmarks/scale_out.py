@@ -162,7 +162,8 @@ def fit_line(xs: List[float], ys: List[float]):
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.scale_out",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--job", default="wikipedia", choices=sorted(FULL),
                   help="wikipedia (default): a multistream dump, read in splits by all workers; "
                        "hotpotqa: one JSON file, read in byte ranges by all workers")

@@ -99,7 +99,8 @@ def spread(values):
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.segment_windows",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--repeats", type=int, default=9, help="timing repetitions (>= 7)")
   ap.add_argument("--calls", type=int, default=200, help="calls per timing repetition")
   ap.add_argument("--english_tokens", type=int, default=5000)

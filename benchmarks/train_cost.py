@@ -74,7 +74,8 @@ def measure_matmul_flops(n: int = 2048, seconds: float = 5.0) -> float:
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.train_cost",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--steps", type=int, default=1_000_000, help="pre-training steps (packs)")
   ap.add_argument("--segments", type=int, default=128, help="segments per pack (global batch)")
   ap.add_argument("--seq_length", type=int, default=512)

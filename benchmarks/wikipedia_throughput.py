@@ -112,7 +112,8 @@ def pipeline_run(path: str, out_dir: str) -> dict:
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.wikipedia_throughput",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--input", default=None, help="a dump (.xml.bz2); default: generated")
   ap.add_argument("--pages", type=int, default=3000, help="generated pages (default: %(default)s)")
   ap.add_argument("--words_per_page", type=int, default=700)

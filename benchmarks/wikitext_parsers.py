@@ -217,7 +217,8 @@ def ceiling(tmp: str, pairs: int, scale: float) -> Dict[str, List[float]]:
 
 
 def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  ap = argparse.ArgumentParser(prog="python -m benchmarks.wikitext_parsers",
+                               description=__doc__.split("\n")[0])
   ap.add_argument("--input", default=None, help="a dump (.xml.bz2); default: generated")
   ap.add_argument("--pages", type=int, default=3000, help="generated pages (default: %(default)s)")
   ap.add_argument("--rounds", type=int, default=3)
