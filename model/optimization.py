@@ -122,29 +122,41 @@ class _SummedGradients:
                                                         variables)
 
   def _distributed_tf_update_step(self, distribution, grads_and_vars, learning_rate):
-    """Keras' TF-backend loop over the variables (once a step): each variable updated by
-    :meth:`_update_one` with this step's scalars (a local: a dict attribute would be tracked,
-    and checkpointed, by Keras)."""
-    scalars: dict = {}
+    """Keras' TF-backend loop over the variables (once a step), each variable updated as
+    Keras' ``update_step`` does -- the moments, then ``w -= _step(...)`` -- with
+    :meth:`_step_scalars` computed for the first variable of each dtype and kept for the others
+    (in a local: a dict attribute would be tracked, and checkpointed, by Keras).  ``amsgrad``
+    keeps Keras' own loop."""
+    if getattr(self, "amsgrad", False):
+      super()._distributed_tf_update_step(distribution, grads_and_vars, learning_rate)
+      return
+    per_dtype: dict = {}
 
     def update(variable, gradient, learning_rate):
-      return self._update_one(gradient, variable, learning_rate, scalars)
+      dtype = variable.dtype
+      if dtype not in per_dtype:
+        local_step = ops.cast(self.iterations + 1, dtype)
+        per_dtype[dtype] = self._step_scalars(
+            ops.cast(learning_rate, dtype), ops.power(ops.cast(self.beta_1, dtype), local_step),
+            ops.power(ops.cast(self.beta_2, dtype), local_step))
+      gradient = ops.cast(gradient, dtype)
+      m = self._momentums[self._get_variable_index(variable)]
+      v = self._velocities[self._get_variable_index(variable)]
+      self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
+      self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
+      self.assign_sub(variable, self._step(variable, m, v, per_dtype[dtype]))
 
     for gradient, variable in grads_and_vars:
       distribution.extended.update(variable, update, args=(gradient, learning_rate),
                                    group=False)
 
-  def _step_scalars(self, learning_rate, dtype, scalars: dict):
-    """``(lr, beta_1^t, beta_2^t)`` as Keras' ``update_step`` computes them, once a step and
-    dtype."""
-    if dtype not in scalars:
-      local_step = ops.cast(self.iterations + 1, dtype)
-      scalars[dtype] = (ops.cast(learning_rate, dtype),
-                        ops.power(ops.cast(self.beta_1, dtype), local_step),
-                        ops.power(ops.cast(self.beta_2, dtype), local_step), {})
-    return scalars[dtype]
+  def _step_scalars(self, lr, beta_1_power, beta_2_power):
+    """What the step of every variable of a dtype shares, from the learning rate and
+    ``beta^t`` (as Keras' ``update_step`` computes them)."""
+    raise NotImplementedError
 
-  def _update_one(self, gradient, variable, learning_rate, scalars: dict):
+  def _step(self, variable, m, v, scalars):
+    """What Keras' ``update_step`` subtracts from ``variable``, given the updated moments."""
     raise NotImplementedError
 
 
@@ -152,50 +164,30 @@ class _SummedGradients:
 class AdamW(_SummedGradients, keras.optimizers.AdamW):
   """Keras AdamW taking gradients already summed over replicas (see the module docstring)."""
 
-  def _update_one(self, gradient, variable, learning_rate, scalars: dict):
-    """Keras Adam's ``update_step``, with ``alpha`` (the bias-corrected rate) once a step;
-    ``amsgrad`` keeps Keras' own."""
-    if self.amsgrad:
-      return self.update_step(gradient, variable, learning_rate)
-    lr, beta_1_power, beta_2_power, shared = self._step_scalars(learning_rate, variable.dtype,
-                                                                scalars)
-    if "alpha" not in shared:
-      shared["alpha"] = lr * ops.sqrt(1 - beta_2_power) / (1 - beta_1_power)
-    gradient = ops.cast(gradient, variable.dtype)
-    m = self._momentums[self._get_variable_index(variable)]
-    v = self._velocities[self._get_variable_index(variable)]
-    self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
-    self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
-    self.assign_sub(variable, ops.divide(ops.multiply(m, shared["alpha"]),
-                                         ops.add(ops.sqrt(v), self.epsilon)))
-    return None
+  def _step_scalars(self, lr, beta_1_power, beta_2_power):
+    return lr * ops.sqrt(1 - beta_2_power) / (1 - beta_1_power)  # alpha, the corrected rate
+
+  def _step(self, variable, m, v, scalars):
+    return ops.divide(ops.multiply(m, scalars), ops.add(ops.sqrt(v), self.epsilon))
 
 
 @keras.saving.register_keras_serializable(package="readtwice")
 class Lamb(_SummedGradients, keras.optimizers.Lamb):
   """Keras Lamb taking gradients already summed over replicas (see the module docstring)."""
 
-  def _update_one(self, gradient, variable, learning_rate, scalars: dict):
-    """Keras Lamb's ``update_step``, with ``1 - beta^t`` once a step."""
-    lr, beta_1_power, beta_2_power, shared = self._step_scalars(learning_rate, variable.dtype,
-                                                                scalars)
-    if "one_minus" not in shared:
-      shared["one_minus"] = (1.0 - beta_1_power, 1.0 - beta_2_power)
-    one_minus_1, one_minus_2 = shared["one_minus"]
-    gradient = ops.cast(gradient, variable.dtype)
-    m = self._momentums[self._get_variable_index(variable)]
-    v = self._velocities[self._get_variable_index(variable)]
-    self.assign_add(m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1))
-    self.assign_add(v, ops.multiply(ops.subtract(ops.square(gradient), v), 1 - self.beta_2))
-    m_t_hat = ops.divide(m, one_minus_1)
-    v_sqrt = ops.add(ops.sqrt(ops.divide(v, one_minus_2)), self.epsilon)
+  def _step_scalars(self, lr, beta_1_power, beta_2_power):
+    return lr, 1.0 - beta_1_power, 1.0 - beta_2_power
+
+  def _step(self, variable, m, v, scalars):
+    lr, one_minus_beta_1_power, one_minus_beta_2_power = scalars
+    m_t_hat = ops.divide(m, one_minus_beta_1_power)
+    v_sqrt = ops.add(ops.sqrt(ops.divide(v, one_minus_beta_2_power)), self.epsilon)
     update = ops.divide(m_t_hat, v_sqrt)
     w_norm = ops.sqrt(ops.sum(ops.power(variable, 2)))
     g_norm = ops.sqrt(ops.sum(ops.power(update, 2)))
     ratio = ops.where(ops.greater(w_norm, 0),
                       ops.where(ops.greater(g_norm, 0), (w_norm / g_norm), 1.0), 1.0)
-    self.assign_sub(variable, ratio * lr * update)
-    return None
+    return ratio * lr * update
 
 
 def make_optimizer(tc: configs_lib.TrainConfig, variables) -> keras.optimizers.Optimizer:
