@@ -592,6 +592,8 @@ def _filtered_stderr():
 
 
 class _QuietLoader(importlib.abc.Loader):
+  """TensorFlow's own loader, run with its banners filtered and matplotlib deferred."""
+
   def __init__(self, loader):
     self._loader = loader
 
@@ -657,8 +659,10 @@ class _QuietFinder(importlib.abc.MetaPathFinder):
 
 def quiet_tensorflow_banners() -> None:
   """Makes the first ``import tensorflow`` hide TensorFlow's start-up banners (C++ log lines
-  on fd 2 that ``TF_CPP_MIN_LOG_LEVEL`` no longer silences); does not import TensorFlow.
-  ``READTWICE_TF_BANNERS=1`` shows them."""
+  on fd 2 that ``TF_CPP_MIN_LOG_LEVEL`` no longer silences) and leave matplotlib to be
+  imported when first used (:func:`_matplotlib_deferred`); does not import TensorFlow.
+  ``READTWICE_TF_BANNERS=1`` shows the banners (and TensorFlow's import then imports matplotlib
+  as Keras asks)."""
   if os.environ.get("READTWICE_TF_BANNERS") == "1" or "tensorflow" in sys.modules:
     return
   os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
