@@ -28,11 +28,13 @@ class Cost:
 
 
 
-MACHINE = ("2-core AMD EPYC VM, 24 GiB, Python 3.11, Beam 2.77 (the project's dev machine; "
-           "load average 3-5 from other work during the measurement)")
-COMMAND = "python -m benchmarks.job_cost --reps 5"
+MACHINE = ("2-core AMD EPYC VM, 24 GiB, Python 3.11, Beam 2.77 (the project's dev machine, "
+           "idle during the measurement)")
+# (The figures of 2026-11-27, measured under a load average of 3-5 from other work, were
+# 1.4-2.6x these per MB: a process's CPU time grows when others share the cores with it.)
+COMMAND = "python -m benchmarks.job_cost --reps 3"
 
-# The measured per-dataset figures (``python -m benchmarks.job_cost --reps 5`` prints them) are
+# The measured per-dataset figures (``python -m benchmarks.job_cost`` prints them) are
 # in each dataset's ``pipelines/datasets/<name>/cost.py``.
 
 
@@ -70,10 +72,10 @@ def measured_costs() -> Dict[str, Cost]:
 
 
 # CPU s per uncompressed MB to decompress an input of each kind (python -m benchmarks.job_cost,
-# 2026-11-27, same machine; zstd and deflate taken as gzip), added for compressed inputs: the
+# 2026-11-30, same machine; zstd and deflate taken as gzip), added for compressed inputs: the
 # slopes were measured on plain files, except Wikipedia's on bz2 dumps (included there).
-DECOMPRESS_CPU_S_PER_MB = {"gz": 0.0030, "deflate": 0.0030, "zst": 0.0030, "bz2": 0.0510,
-                           "xz": 0.0098}
+DECOMPRESS_CPU_S_PER_MB = {"gz": 0.0036, "deflate": 0.0036, "zst": 0.0036, "bz2": 0.0267,
+                           "xz": 0.0096}
 
 # ------------------------------------------------------------------------------ local wall time
 
@@ -104,16 +106,19 @@ def process_share() -> Optional[float]:
 
 # ------------------------------------------------------------------------------ annotation
 
-# ``python -m benchmarks.annotation_cost --reps 3`` (2026-11-29, the same 2-core machine, load
-# average 7-11 from other work): CPU seconds, medians.  ``start_cpu_s``: importing spaCy and
-# building a blank pipeline in a books job (with minus without --ner spacy on a tiny input,
-# 1.20-1.40); ``cpu_s_per_word``: the annotate stage per word of a blank:en pipeline without
-# patterns (books job, 5 MB of generated books, with minus without: 1.05-1.96 us); per alias
-# row of the --entities_dir table (read, AliasLinker, ranking the ruler's patterns); per
-# EntityRuler pattern (building the ruler); per word per 1,000 patterns (matching).
-ANNOTATION = {"start_cpu_s": 1.36, "cpu_s_per_word": 1.76e-6, "cpu_s_per_alias_row": 1.78e-5,
-              "cpu_s_per_pattern": 3.59e-5, "cpu_s_per_word_per_1k_patterns": 6.4e-8,
-              "date": "2026-11-29", "command": "python -m benchmarks.annotation_cost --reps 3"}
+# ``python -m benchmarks.annotation_cost --reps 3``, run twice (2026-11-30, the same 2-core
+# machine, idle but for the benchmark: load average 1.2-2.6): CPU seconds, medians of the 6
+# repetitions.  ``start_cpu_s``: importing spaCy and building a blank pipeline in a books job
+# (with minus without --ner spacy on a tiny input: -0.09 to 0.55, a difference of two runs of
+# ~3 CPU s each); ``cpu_s_per_word``: the annotate stage per word of a blank:en pipeline without
+# patterns (books job, 5 MB of generated books, with minus without: 0.1-2.3 us); per alias row
+# of the --entities_dir table (read, AliasLinker, ranking the ruler's patterns: 1.43-1.50e-5);
+# per EntityRuler pattern (building the ruler: 2.97-3.04e-5); per word per 1,000 patterns
+# (matching: 5.6-5.8e-8).  (2026-11-29, under a load average of 7-11: start 1.36 s, per word
+# 1.76 us, per alias row 1.78e-5, per pattern 3.59e-5, per 1k patterns 6.4e-8.)
+ANNOTATION = {"start_cpu_s": 0.26, "cpu_s_per_word": 1.4e-6, "cpu_s_per_alias_row": 1.47e-5,
+              "cpu_s_per_pattern": 3.0e-5, "cpu_s_per_word_per_1k_patterns": 5.7e-8,
+              "date": "2026-11-30", "command": "python -m benchmarks.annotation_cost --reps 3"}
 # An installed spaCy model (--spacy_model other than blank:<lang>): not installed here, so not
 # measured by the benchmark; en-core-web-sm's full pipeline ran ~3.5k words/s on this machine
 # kind (the project's FACTS, measured in a fresh virtualenv); its loading is taken as 2 CPU s.

@@ -29,8 +29,8 @@ DEFAULT_MAX_WORKERS = 2000
 HOURS_PER_WORKER = 1.0
 # CPU per MB of the local multi_processing runner (every element crosses processes through the
 # Fn API, as on Dataflow's workers) over the in-memory runner's, measured by the benchmark on
-# HotpotQA: no penalty to carry over to Dataflow.
-MULTIPROCESS_CPU_FACTOR = 0.96  # median of 5 (min 0.88, max 1.03), 2026-11-27
+# HotpotQA (2026-11-30, idle machine; 2026-11-27 under other load: 0.96, min 0.88, max 1.03).
+MULTIPROCESS_CPU_FACTOR = 1.09  # median of 3 (min 1.09, max 1.26)
 # Per-MB CPU on Dataflow over the measured local figure: NOT measured (no Dataflow bill was
 # compared): Dataflow's worker harness beside the SDK harness on the same vCPUs, Cloud Storage
 # reads and writes, the shuffle's encoding and uneven work between workers.

@@ -228,7 +228,11 @@ def _main():
             lambda x: mirrored(readtwice.model_inputs(x), training=False)["begin_logits"],
             args=(d,)))
         return np.concatenate([t.numpy() for t in local(run(dist))], axis=0), None, None
-      run = tf.function(lambda d: strategy.run(lambda x: step(mirrored, x), args=(d,)))
+      # The training step runs eagerly under the strategy (each replica in its own thread, the
+      # same ops and collectives): tracing and optimising its gradient graph for one call per
+      # config cost ~10 of this process' ~27 CPU s.  The trainer's step under MirroredStrategy
+      # in a tf.function is tests/model/test_trainer.py's test_mirrored_matches_one_device.
+      run = lambda d: strategy.run(lambda x: step(mirrored, x), args=(d,))
       out, loss, grads = run(dist)
       logits = np.concatenate([t.numpy() for t in local(out["begin_logits"])], axis=0)
       total = float(sum(t.numpy() for t in local(loss["total"])))

@@ -1,7 +1,7 @@
 """What ``--estimate`` knows of the jsonl_qa job (its spec's ``cost``,
-:class:`pipelines.estimate.costs.DatasetCost`): its CPU cost as ``python -m
-benchmarks.job_cost --reps 5`` measured it (2026-11-27; the benchmark prints this entry); each
-line's context_file and its words per MB (the shipped sample)."""
+:class:`pipelines.estimate.costs.DatasetCost`): its CPU cost as ``python -m benchmarks.job_cost
+--reps 3`` measured it (2026-11-30, idle machine; the benchmark prints this entry); each line's
+context_file and its words per MB (the shipped sample)."""
 
 from __future__ import annotations
 
@@ -31,11 +31,11 @@ def side_inputs(work: Work, options: Any) -> None:
 
 
 COST = DatasetCost(
-    measured=Cost(fixed_cpu_s=3.67, cpu_s_per_mb=0.5760,
-                  slope_spread=(0.5257, 0.5760, 0.6266), cpu_per_wall=0.66,
-                  measured_on="0.07 MB and 14.21 MB of work (10.77 MB of JSONL, a quarter "
-                              "of the lines with a context_file), 5 reps",
-                  date="2026-11-27", machine=MACHINE, command=COMMAND),
+    measured=Cost(fixed_cpu_s=3.10, cpu_s_per_mb=0.4045,
+                  slope_spread=(0.3910, 0.4045, 0.4237), cpu_per_wall=1.30,
+                  measured_on="0.07 MB work (0.05 MB stored) and "
+                              "14.21 MB work (10.77 MB stored), 3 reps",
+                  date="2026-11-30", machine=MACHINE, command=COMMAND),
     work="JSONL files plus each line's context_file, per line",
     side_inputs=side_inputs,
     words_per_mb=183_000)

@@ -1,8 +1,8 @@
 """What ``--estimate`` knows of the narrativeqa job (its spec's ``cost``,
-:class:`pipelines.estimate.costs.DatasetCost`): its CPU cost as ``python -m
-benchmarks.job_cost --reps 5`` measured it (2026-11-27; the benchmark prints this entry); each
-question's story (or summary), its words per MB (the Time Machine) and its Cloud NL texts (a
-story is sent once)."""
+:class:`pipelines.estimate.costs.DatasetCost`): its CPU cost as ``python -m benchmarks.job_cost
+--reps 3`` measured it (2026-11-30, idle machine; the benchmark prints this entry); each question's
+story (or summary), its words per MB (the Time Machine) and its Cloud NL texts (a story is sent
+once)."""
 
 from __future__ import annotations
 
@@ -60,12 +60,11 @@ def cloud_texts(work: Work) -> Optional[Tuple[float, str, float]]:
 
 
 COST = DatasetCost(
-    measured=Cost(fixed_cpu_s=3.90, cpu_s_per_mb=0.1212,
-                  slope_spread=(0.1130, 0.1212, 0.1399),
-                  cpu_per_wall=0.70,
-                  measured_on="0.56 MB and 100.33 MB of work (1 and 8 stories, 30 "
-                              "questions each), 5 reps",
-                  date="2026-11-27", machine=MACHINE, command=COMMAND),
+    measured=Cost(fixed_cpu_s=3.37, cpu_s_per_mb=0.0697,
+                  slope_spread=(0.0678, 0.0697, 0.0842), cpu_per_wall=1.09,
+                  measured_on="0.56 MB work (0.01 MB stored) and "
+                              "100.33 MB work (0.04 MB stored), 3 reps",
+                  date="2026-11-30", machine=MACHINE, command=COMMAND),
     work=("qaps.csv plus each question's story (--context summary: summary), per "
           "question of --split"),
     side_inputs=side_inputs,

@@ -1,7 +1,7 @@
 """What ``--estimate`` knows of the triviaqa job (its spec's ``cost``,
-:class:`pipelines.estimate.costs.DatasetCost`): its CPU cost as ``python -m
-benchmarks.job_cost --reps 5`` measured it (2026-11-27; the benchmark prints this entry); the
-evidence files its questions name (per reference) and its Cloud NL texts (one per question)."""
+:class:`pipelines.estimate.costs.DatasetCost`): its CPU cost as ``python -m benchmarks.job_cost
+--reps 3`` measured it (2026-11-30, idle machine; the benchmark prints this entry); the evidence
+files its questions name (per reference) and its Cloud NL texts (one per question)."""
 
 from __future__ import annotations
 
@@ -47,11 +47,11 @@ def cloud_texts(work: Work) -> Optional[Tuple[float, str, float]]:
 
 
 COST = DatasetCost(
-    measured=Cost(fixed_cpu_s=3.76, cpu_s_per_mb=0.8817,
-                  slope_spread=(0.8538, 0.8817, 0.9564), cpu_per_wall=0.62,
-                  measured_on="0.01 MB and 16.93 MB of work (question files 0.18 MB, "
-                              "evidence per reference), 5 reps",
-                  date="2026-11-27", machine=MACHINE, command=COMMAND),
+    measured=Cost(fixed_cpu_s=3.09, cpu_s_per_mb=0.4724,
+                  slope_spread=(0.4562, 0.4724, 0.5286), cpu_per_wall=1.39,
+                  measured_on="0.01 MB work (0.00 MB stored) and "
+                              "16.93 MB work (0.18 MB stored), 3 reps",
+                  date="2026-11-30", machine=MACHINE, command=COMMAND),
     work="question files plus the evidence files each question names, per reference",
     side_inputs=side_inputs,
     cloud_texts=cloud_texts)

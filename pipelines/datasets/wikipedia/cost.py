@@ -1,7 +1,7 @@
 """What ``--estimate`` knows of the wikipedia job (its spec's ``cost``,
-:class:`pipelines.estimate.costs.DatasetCost`): its CPU cost as ``python -m
-benchmarks.job_cost --reps 5`` measured it (2026-11-27; the benchmark prints this entry); the
-multistream index beside a dump, sized but not in the work."""
+:class:`pipelines.estimate.costs.DatasetCost`): its CPU cost as ``python -m benchmarks.job_cost
+--reps 3`` measured it (2026-11-30, idle machine; the benchmark prints this entry); the multistream
+index beside a dump, sized but not in the work."""
 
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ def side_inputs(work: Work, options: Any) -> None:
 
 
 COST = DatasetCost(
-    measured=Cost(fixed_cpu_s=4.54, cpu_s_per_mb=1.1256,
-                  slope_spread=(1.0246, 1.1256, 1.1633), cpu_per_wall=0.63,
-                  measured_on="multistream .bz2 dumps of 0.07 MB and 16.07 MB of XML "
-                              "(0.02 MB and 3.25 MB stored), 5 reps",
-                  date="2026-11-27", machine=MACHINE, command=COMMAND),
+    measured=Cost(fixed_cpu_s=3.87, cpu_s_per_mb=0.5997,
+                  slope_spread=(0.5606, 0.5997, 0.6161), cpu_per_wall=1.22,
+                  measured_on="0.07 MB work (0.02 MB stored) and "
+                              "16.07 MB work (3.25 MB stored), 3 reps",
+                  date="2026-11-30", machine=MACHINE, command=COMMAND),
     work="dump XML, uncompressed (the bz2 ratio sampled from each dump)",
     side_inputs=side_inputs,
     measured_on_kind="bz2")
