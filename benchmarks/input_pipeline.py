@@ -6,12 +6,12 @@ global batch).
 
 Set-up: a generated Wikipedia dump (``synthetic.wikipedia``, link mentions with entity ids)
 goes through ``python -m pipelines wikipedia`` with the given record shape.  Then, in this
-process, the trainer's input as it will run: ``model.pack_reader.dataset_from_output_dir`` (read and
-parse every shard, ``max_mentions`` static mention features), repeated, enumerated and mapped
-through ``model.masking.mask_segments`` (25% of mentions, 15% whole-word spans, 80/10/10, a new
-mask per pass) with ``num_parallel_calls=AUTOTUNE``, prefetched.  After one warm-up pack, the
-packs produced in ``--seconds`` are counted; the figure is segments/s (packs x segments per
-pack / s), the median of ``--repeats`` runs (min and max beside it).  Last line: JSON, target
+process, the trainer's input as it will run: ``model.data.pack_reader.dataset_from_output_dir``
+(read and parse every shard, ``max_mentions`` static mention features), repeated, enumerated and
+mapped through ``model.data.masking.mask_segments`` (25% of mentions, 15% whole-word spans,
+80/10/10, a new mask per pass) with ``num_parallel_calls=AUTOTUNE``, prefetched.  After one warm-up
+pack, the packs produced in ``--seconds`` are counted; the figure is segments/s (packs x segments
+per pack / s), the median of ``--repeats`` runs (min and max beside it).  Last line: JSON, target
 >= 5,000 segments/s on 2 cores.
 """
 
@@ -49,8 +49,8 @@ def make_records(tmp: str, pages: int, seq_length: int, segments_per_pack: int) 
 
 def measure(records: str, max_mentions: int, seconds: float) -> dict:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import pack_reader as input_lib  # pylint: disable=g-import-not-at-top
-  from model import masking  # pylint: disable=g-import-not-at-top
+  from model.data import pack_reader as input_lib  # pylint: disable=g-import-not-at-top
+  from model.data import masking  # pylint: disable=g-import-not-at-top
   manifest = input_lib.read_manifest(records)
   tok = manifest["tokenizer"]
   config = masking.MaskingConfig(mask_token_id=int(tok["special_ids"]["mask"]),

@@ -77,7 +77,7 @@ from synthetic.long_range_qa.documents import Params as LongRangeParams
 
 PRESETS = {"e": "tiny_e", "e_ss": "tiny_e_ss", "plain": "tiny_roberta", "cls": "tiny_cls",
            "e_book": "tiny_e"}
-# ``--memory_scope`` of the models that read across sub-documents (model.book_memory).
+# ``--memory_scope`` of the models that read across sub-documents (model.network.book_memory).
 SCOPES = {"e_book": "book"}
 # ``--size``: overrides of the tiny presets (hidden 64, 2 heads, 1 + 1 layers).  ``small`` gives
 # the first read two layers (a mention can then carry what its neighbours matched against the

@@ -109,7 +109,7 @@ def model_config(model: str, size: str, geometry, **overrides):
 def masking_config():
   """The paper's masked LM in the ladder's vocabulary: 25% of the entity mentions, 15% of the
   other context tokens in whole-word spans (every ladder token is a word)."""
-  from model import masking  # pylint: disable=g-import-not-at-top
+  from model.data import masking  # pylint: disable=g-import-not-at-top
   return masking.MaskingConfig(mask_token_id=ladder_tasks.MASK,
                                vocab_size=ladder_tasks.VOCAB_SIZE, mention_rate=0.25,
                                token_rate=0.15)
@@ -174,7 +174,7 @@ def _evaluate(model, packs, meta, probe: bool) -> Dict[str, float]:
   memory as a multiple of the uniform share (``probe``)."""
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import readtwice  # pylint: disable=g-import-not-at-top
+  from model.network import readtwice  # pylint: disable=g-import-not-at-top
   forward = tf.function(lambda f: model(f, training=False), autograph=False)
   attention = tf.function(model.memory_attention_probe, autograph=False) if probe else None
   correct, ratios = [], []
@@ -230,7 +230,7 @@ def _mlm_accuracy(model, task, packs, seed: int) -> Dict[str, float]:
   """Masked-LM accuracy (all masked tokens, and those of masked entity mentions) on held-out
   pre-training packs, masked with ``seed``."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import losses as losses_lib  # pylint: disable=g-import-not-at-top
+  from model.training import losses as losses_lib  # pylint: disable=g-import-not-at-top
   ds = task.prepare(tf.data.Dataset.from_tensor_slices(dict(packs)), seed)
   forward = tf.function(lambda f: model(f, training=False), autograph=False)
   sums = {}
@@ -250,7 +250,8 @@ def pretrain_one(job: Dict) -> Dict:
   there): masked LM (+ coreference for entity memories) on the ladder world's corpus.
   Returns the checkpoint and its held-out masked-LM accuracy."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import objectives, trainer, training_data  # pylint: disable=g-import-not-at-top
+  from model.data import training_data  # pylint: disable=g-import-not-at-top
+  from model.training import objectives, trainer  # pylint: disable=g-import-not-at-top
   t0 = time.perf_counter()
   g = ladder_tasks.Geometry()
   name, seed, steps = job["model"], job["seed"], job["steps"]
@@ -303,12 +304,14 @@ def _restore_fn(checkpoint: str):
 
 
 def run_one(job: Dict) -> Dict:
-  """Trains one (rung, model, seed, init) with ``model.trainer.Trainer`` and scores it (and,
-  for E, the same weights with other segments' memories blocked).  ``job["init_from"]``: a
+  """Trains one (rung, model, seed, init) with ``model.training.trainer.Trainer`` and scores it
+  (and, for E, the same weights with other segments' memories blocked).  ``job["init_from"]``: a
   pre-trained checkpoint to start from (init ``pretrained``)."""
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import objectives, readtwice, trainer, training_data  # pylint: disable=g-import-not-at-top
+  from model.data import training_data  # pylint: disable=g-import-not-at-top
+  from model.network import readtwice  # pylint: disable=g-import-not-at-top
+  from model.training import objectives, trainer  # pylint: disable=g-import-not-at-top
   t0 = time.perf_counter()
   g = ladder_tasks.Geometry()
   rung, name, seed, steps = job["rung"], job["model"], job["seed"], job["steps"]

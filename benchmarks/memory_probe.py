@@ -43,9 +43,9 @@ def _entity_ids(entities_dir: str) -> Dict[str, int]:
 def probe(model_dir: str, data_dir: str, split: str = "dev") -> Dict:
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import pack_reader as input_lib  # pylint: disable=g-import-not-at-top
-  from model import readtwice  # pylint: disable=g-import-not-at-top
-  from model.train_lib import load_model  # pylint: disable=g-import-not-at-top
+  from model.data import pack_reader as input_lib  # pylint: disable=g-import-not-at-top
+  from model.network import readtwice  # pylint: disable=g-import-not-at-top
+  from model.training.train_lib import load_model  # pylint: disable=g-import-not-at-top
 
   model, config = load_model(model_dir)
   if not config.use_memory:

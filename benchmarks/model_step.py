@@ -69,7 +69,8 @@ def synthetic_pack(n: int, l: int, mentions_per_segment: int, max_memories: int,
 def make_step(config, features, jit: bool, bf16: bool, dense_queries: bool = False):
   import keras  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import losses, readtwice  # pylint: disable=g-import-not-at-top
+  from model.network import readtwice  # pylint: disable=g-import-not-at-top
+  from model.training import losses  # pylint: disable=g-import-not-at-top
   if bf16:
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
   model = readtwice.ReadTwiceModel(config)

@@ -81,7 +81,7 @@ def main() -> None:
   ap.add_argument("--seq_length", type=int, default=512)
   ap.add_argument("--memories", type=int, default=PAPER["memories"])
   ap.add_argument("--mlm_fraction", type=float, default=0.2,
-                  help="masked positions per token (model.masking's static cap ceil(0.2 L))")
+                  help="masked positions per token (model.data.masking's static cap ceil(0.2 L))")
   ap.add_argument("--finetune_packs", type=str, default="",
                   help="name=packs_per_epoch,... : fine-tuning runs of 6 epochs to price too")
   ap.add_argument("--epochs", type=float, default=6.0)

@@ -3,13 +3,14 @@
 Layering (Model Garden style):
 
 * :mod:`model.configs`   -- frozen dataclass configs with JSON round trip (no TF import).
-* :mod:`model.pack_reader`     -- tf.data reader for the ``schemas.records`` TFRecord contract.
-* :mod:`model.layers`    -- transformer, memory extraction, memory attention.
-* :mod:`model.readtwice` -- the ReadTwice Keras model (BERT_1 -> memories -> BERT_2 -> heads).
-* :mod:`model.losses`    -- OR-loss over documents, answer-type and supporting-fact losses.
-* :mod:`model.trainer`   -- the training loop (checkpoints, resume, evaluation, logs).
-* :mod:`model.decoding`, :mod:`model.predict_lib` -- span decoding to HotpotQA / TriviaQA /
-  NarrativeQA predictions.
+* :mod:`model.data.pack_reader`     -- tf.data reader for the ``schemas.records`` TFRecord contract.
+* :mod:`model.network.layers`    -- transformer, memory extraction, memory attention.
+* :mod:`model.network.readtwice` -- the ReadTwice Keras model (BERT_1 -> memories -> BERT_2 ->
+heads).
+* :mod:`model.training.losses`    -- OR-loss over documents, answer-type and supporting-fact losses.
+* :mod:`model.training.trainer`   -- the training loop (checkpoints, resume, evaluation, logs).
+* :mod:`model.inference.decoding`, :mod:`model.inference.predict_lib` -- span decoding to HotpotQA /
+  TriviaQA / NarrativeQA predictions.
 * Commands (``python -m model.<command>``): ``train``, ``pretrain``, ``finetune``, ``predict``,
   ``export``, ``evaluate``.  Each is a thin module -- its flags (:mod:`model.flags`) and usage
   checks, no TensorFlow import -- over its library ``model.<command>_lib`` (``evaluate`` is

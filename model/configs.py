@@ -23,13 +23,13 @@ ANSWER_TYPE_MODES = ("mean", "paper")
 CONFIG_FILE = "config.json"
 # Settings of the commands' flags, declared here (TF-free) so that a command's parser (and
 # its --help) needs no TensorFlow; the modules that act on them import them from here.
-STRATEGIES = ("cpu", "mirrored", "tpu")  # model.strategies.make_strategy
-MEMORY_SCOPES = ("sub_document", "book")  # model.book_memory
-REDUCTIONS = ("max", "sum")  # model.decoding: span aggregation across segments
+STRATEGIES = ("cpu", "mirrored", "tpu")  # model.training.strategies.make_strategy
+MEMORY_SCOPES = ("sub_document", "book")  # model.network.book_memory
+REDUCTIONS = ("max", "sum")  # model.inference.decoding: span aggregation across segments
 DEFAULT_MAX_ANSWER_TOKENS = 30  # model.predict / model.export: longest answer span, tokens
 # The coreference loss is the paper's auxiliary PRE-training task for ReadTwice(E) (appendix);
 # fine-tuning leaves it out unless asked (it pulls every mention memory of an entity towards
-# one vector, against carrying context).  model.objectives.
+# one vector, against carrying context).  model.training.objectives.
 FINETUNE_COREF_WEIGHT = 0.0
 PRETRAIN_COREF_WEIGHT = 1.0
 
@@ -161,7 +161,7 @@ class TrainConfig:
     steps: Number of training steps (>= 1; one pack = one global batch = one step).
     optimizer: ``"adamw"`` or ``"lamb"``.
     weight_decay: Decoupled weight decay (>= 0), applied to kernels and embeddings but not to
-      LayerNorm parameters or biases (see ``model.optimization.decays_weight``).
+      LayerNorm parameters or biases (see ``model.training.optimization.decays_weight``).
     warmup_steps: Linear warm-up steps (in ``[0, steps]``), then linear decay to
       ``end_learning_rate_fraction * learning_rate`` at ``steps``.
     end_learning_rate_fraction: Learning rate reached at ``steps`` as a fraction of the peak, in

@@ -16,7 +16,7 @@ stdout and, when `--output` is given, also writes it to that file.
 
 Paths may be local or `tf.io.gfile` URLs (`gs://...`); TensorFlow is only
 imported for the latter. The scoring itself (its Python API: `run`, `score`,
-`records_options`, `check_gold`) is `model.evaluate_lib`'s.
+`records_options`, `check_gold`) is `model.evaluation.evaluate_lib`'s.
 
 The tasks, their gold files, metrics, flags and warnings come from the
 registry of `model.tasks` (one module per task).
@@ -26,7 +26,7 @@ import argparse
 import sys
 from typing import Any, Dict, List, Optional
 
-from model import evaluate_lib
+from model.evaluation import evaluate_lib
 from model import tasks
 from schemas import cli
 

@@ -16,7 +16,7 @@ a static geometry: ``segments_per_pack`` N and ``seq_length`` L are the records'
 ``--records_dir``'s manifest), else ``--segments_per_pack`` and ``--seq_length`` (default: the
 model's ``max_seq_length``).
 
-``serving_default`` -- inputs, named and typed as one pack parsed by :mod:`model.pack_reader`:
+``serving_default`` -- inputs, named and typed as one pack parsed by :mod:`model.data.pack_reader`:
 
 * ``token_ids``, ``input_mask``, ``token_kind``: int32 ``[N, L]``;
 * ``segment_mask``, ``document_index``, ``segment_index``: int32 ``[N]``;
@@ -27,25 +27,26 @@ model's ``max_seq_length``).
 Outputs:
 
 * ``begin_logits``, ``end_logits``: float32 ``[N, L]`` (non-context tokens at
-  ``model.readtwice.NEG_LOGIT``); ``answer_type_logits`` float32 ``[N, 3]`` (span / yes / no);
+  ``model.network.readtwice.NEG_LOGIT``); ``answer_type_logits`` float32 ``[N, 3]`` (span / yes /
+  no);
   ``supporting_logits`` float32 ``[N]`` -- the Keras model's outputs.
 * ``best_span_begin``, ``best_span_end`` int32 ``[N]``, ``best_span_score`` float32 ``[N]``:
   each segment's best token span (inclusive), decoded in the graph (:func:`best_spans`): the
   context-token pair with ``begin <= end < begin + max_answer_tokens`` of the highest
-  ``begin logit + end logit``, over all context tokens (``model.spans.best_span`` with
+  ``begin logit + end logit``, over all context tokens (``model.inference.spans.best_span`` with
   ``top_k`` = L, before word snapping: snapping needs the document text, which the signature
   does not see).  A segment without context tokens gives ``-1, -1, -inf``.
 
 Beside the SavedModel the output dir holds ``config.json`` (the model dir's, verbatim) and
 ``export.json``: the input and output specs, N, L, ``max_answer_tokens``, a summary of the model
 config, the source checkpoint, and the TensorFlow / Keras versions that wrote it.  The last
-stdout line is a JSON summary.  Python API: :func:`model.export_lib.export`.  Paths may be any ``tf.io.gfile``
-path; an existing ``--output_dir`` is refused unless ``--overwrite``, which replaces only an
-earlier export (a directory holding ``export.json``, not a symlink); one that would hold, be or
-lie inside the model dir is refused always.
+stdout line is a JSON summary.  Python API: :func:`model.inference.export_lib.export`.  Paths may be
+any ``tf.io.gfile`` path; an existing ``--output_dir`` is refused unless ``--overwrite``, which
+replaces only an earlier export (a directory holding ``export.json``, not a symlink); one that would
+hold, be or lie inside the model dir is refused always.
 
-This module is the command (its flags, then :mod:`model.export_lib`): its ``--help`` and usage
-errors answer before TensorFlow loads.
+This module is the command (its flags, then :mod:`model.inference.export_lib`): its ``--help`` and
+usage errors answer before TensorFlow loads.
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
   if problem:
     return flags.fail(p.prog, problem)
   with faults.starting():
-    from model import export_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from model.inference import export_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return export_lib.run(p.prog, args)
 
 

@@ -26,7 +26,7 @@ dir (its config.json gives the architecture) or checkpoint; a run that finds its
 in ``--model_dir`` resumes (with the schedule it started with: a changed ``--steps`` /
 ``--epochs`` / ``--learning_rate`` / ... is an error unless ``--allow_schedule_change``).
 
-This module is the command (its flags, :mod:`model.flags`, then :mod:`model.finetune_lib`):
+This module is the command (its flags, :mod:`model.flags`, then :mod:`model.training.finetune_lib`):
 its ``--help`` and usage errors answer before TensorFlow loads.
 """
 
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
   if problem:
     return flags.fail(p.prog, problem)
   with faults.starting():
-    from model import finetune_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from model.training import finetune_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return finetune_lib.run(p.prog, args)
 
 

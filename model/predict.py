@@ -10,7 +10,8 @@ The task (and, for TriviaQA, whether the official keys are per (question, page):
 ``job`` that wrote them; :func:`model.tasks.task_name`); ``--task`` / ``--per_document`` are
 only checks.
 
-Output (the task's :meth:`model.tasks.Task.predictions` of the :mod:`model.decoding` answers):
+Output (the task's :meth:`model.tasks.Task.predictions` of the :mod:`model.inference.decoding`
+answers):
 
 * ``hotpotqa``: ``{"answer": {qid: str}, "sp": {qid: [[title, sent_id], ...]}}``.
 * ``triviaqa``: ``{QuestionId: answer}`` (Wikipedia), or for records of one document per
@@ -21,12 +22,12 @@ Output (the task's :meth:`model.tasks.Task.predictions` of the :mod:`model.decod
 
 ``--reduction`` aggregates a question's span candidates across its segments, sub-documents and
 packs: ``max`` (best single span) or ``sum`` (logsumexp per normalised answer text).
-Python API: :func:`model.predict_lib.predict` (loads the model from ``model_dir``) and
-:func:`model.predict_lib.predict_with_model` (an already built model, e.g. for periodic dev
-evaluation during training; score its result with :func:`model.evaluate_lib.score`).  Paths may be
-any ``tf.io.gfile`` path (local, ``gs://``).
+Python API: :func:`model.inference.predict_lib.predict` (loads the model from ``model_dir``) and
+:func:`model.inference.predict_lib.predict_with_model` (an already built model, e.g. for periodic
+dev evaluation during training; score its result with :func:`model.evaluation.evaluate_lib.score`). 
+Paths may be any ``tf.io.gfile`` path (local, ``gs://``).
 
-This module is the command (its flags, then :mod:`model.predict_lib`): its ``--help`` and
+This module is the command (its flags, then :mod:`model.inference.predict_lib`): its ``--help`` and
 usage errors answer before TensorFlow loads.
 """
 
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
   if problem:
     return flags.fail(p.prog, problem)
   with faults.starting():
-    from model import predict_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from model.inference import predict_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return predict_lib.run(p.prog, args)
 
 

@@ -10,7 +10,7 @@ CLI::
 
 Records are the output dirs of the Wikipedia and books pipelines (local or ``gs://``; their
 manifests must agree on segment geometry and tokenizer).  Masks are drawn in the ``tf.data``
-pipeline for every pack anew (:mod:`model.masking`): 25% of entity mentions masked whole, 15%
+pipeline for every pack anew (:mod:`model.data.masking`): 25% of entity mentions masked whole, 15%
 of the other context tokens in whole-word spans, 80/10/10 replacement, seeded, and resumed
 exactly.  LAMB, 10% linear warm-up then linear decay, no weight decay on LayerNorm parameters
 or biases.  With ``--dev_records_dir`` (held-out documents) the masked-LM loss and accuracy on
@@ -20,7 +20,7 @@ TensorBoard's ``eval`` run (``<model_dir>/tb/eval``; training scalars are in ``t
 run that finds its own checkpoint in ``--model_dir`` resumes; a changed schedule (``--steps``,
 ``--learning_rate``, ...) is an error unless ``--allow_schedule_change``.
 
-This module is the command (its flags, :mod:`model.flags`, then :mod:`model.pretrain_lib`):
+This module is the command (its flags, :mod:`model.flags`, then :mod:`model.training.pretrain_lib`):
 its ``--help`` and usage errors answer before TensorFlow loads.
 """
 
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
   if problem:
     return flags.fail(p.prog, problem)
   with faults.starting():
-    from model import pretrain_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from model.training import pretrain_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return pretrain_lib.run(p.prog, args)
 
 

@@ -7,9 +7,9 @@ resumes from and ``tf.train.Checkpoint(model=...)`` restores::
   python -m model.roberta --hf_dir DIR --model_dir OUT [--preset base] [--vocab_file V.json]
       [--same_vocab] [--num_layers_first N]
 
-The checkpoint's files are read by :mod:`model.roberta_checkpoint` (a damaged or hostile file
+The checkpoint's files are read by :mod:`model.roberta_import.checkpoint` (a damaged or hostile file
 is one error line, exit status 1); how its config, vocabulary and weights map onto our model
-is :mod:`model.roberta_mapping`.
+is :mod:`model.roberta_import.mapping`.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def build_parser() -> cli.Parser:
 
 def _our_tokens(args, hf_config: Mapping[str, Any]) -> Tuple[Optional[List[str]], int]:
   """``(our tokens or None, vocab_size)`` for the CLI's vocabulary flags."""
-  from model import roberta_checkpoint, roberta_mapping  # pylint: disable=g-import-not-at-top
+  from model.roberta_import import checkpoint as roberta_checkpoint  # pylint: disable=g-import-not-at-top
+  from model.roberta_import import mapping as roberta_mapping  # pylint: disable=g-import-not-at-top
   if args.same_vocab:
     return None, int(hf_config.get("vocab_size", 0))
   if args.vocab_file:
@@ -67,7 +68,9 @@ def _our_tokens(args, hf_config: Mapping[str, Any]) -> Tuple[Optional[List[str]]
 def convert(args) -> Dict[str, Any]:
   """The CLI's work: build, initialise, save; returns the report (plus output paths)."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import readtwice, roberta_checkpoint, roberta_mapping  # pylint: disable=g-import-not-at-top
+  from model.network import readtwice  # pylint: disable=g-import-not-at-top
+  from model.roberta_import import checkpoint as roberta_checkpoint  # pylint: disable=g-import-not-at-top
+  from model.roberta_import import mapping as roberta_mapping  # pylint: disable=g-import-not-at-top
 
   hf_config = roberta_checkpoint.read_hf_config(args.hf_dir)
   tokens, vocab_size = _our_tokens(args, hf_config)
@@ -106,7 +109,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
   if args.same_vocab and args.vocab_file:
     p.error("--same_vocab and --vocab_file exclude each other")
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import roberta_checkpoint  # pylint: disable=g-import-not-at-top
+  from model.roberta_import import checkpoint as roberta_checkpoint  # pylint: disable=g-import-not-at-top
   try:
     report = convert(args)
   except roberta_checkpoint.CheckpointError as e:

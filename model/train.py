@@ -20,9 +20,10 @@ all its steps trains nothing (one ``... already finished at step N ...`` line, e
 checkpoints (``tf.train.CheckpointManager``, prefix ``ckpt``) and TensorBoard summaries under
 ``<model_dir>/tb``.  A model dir with checkpoints is resumed (one ``resuming from ...`` line);
 resuming with another schedule (``--steps``, ``--warmup_fraction``, ``--learning_rate``, ...)
-is an error unless ``--allow_schedule_change``.  Python API: :func:`model.train_lib.train`.
+is an error unless ``--allow_schedule_change``.  Python API: :func:`model.training.train_lib.train`.
 
-This module is the command (its flags, :mod:`model.flags`, then :mod:`model.train_lib`): its
+This module is the command (its flags, :mod:`model.flags`, then :mod:`model.training.train_lib`):
+its
 ``--help`` and usage errors answer before TensorFlow loads.
 """
 
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
   if problem:
     return flags.fail(p.prog, f"--records_dir: {problem}")
   with faults.starting():
-    from model import train_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
+    from model.training import train_lib  # pylint: disable=g-import-not-at-top  (TensorFlow)
   return train_lib.run(p.prog, args, tc, mc)
 
 

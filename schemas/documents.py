@@ -82,7 +82,8 @@ def load(records_dir: str, manifest: Optional[Mapping[str, Any]] = None,
   ``documents`` and ``config.compression``.  Without those (manifests written before them, or
   no manifest) ``documents/*.jsonl`` and ``*.jsonl.gz`` are read, each gzip when named ``.gz`` or
   starting with the gzip magic bytes.  ``fs``: the file operations (``open``, ``exists``,
-  ``glob`` of :class:`schemas.records_dir.FileSystem`; ``model.decoding.load_documents`` passes
+  ``glob`` of :class:`schemas.records_dir.FileSystem`; ``model.inference.decoding.load_documents``
+  passes
   ``tf.io.gfile``'s).
 
   Raises:

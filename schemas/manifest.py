@@ -32,7 +32,8 @@ before the option existed) means "none".  With "gzip" the record shards are
 TFRecord ``GZIP`` as ``tf.data.TFRecordDataset(..., compression_type="GZIP")`` reads it) and the
 documents side files ``documents/documents-SSSSS-of-NNNNN.jsonl.gz`` (gzip JSON lines); dead
 letters and skipped items stay uncompressed.  ``shards[].path`` and ``documents`` always name the
-real files (relative to the output dir), and readers (``model.pack_reader``, ``schemas.documents``,
+real files (relative to the output dir), and readers (``model.data.pack_reader``,
+``schemas.documents``,
 ``pipelines.inspector``, ``schemas.tfrecord_io``) follow ``config.compression``.
 
 ``counts.input == written + skipped + rejected`` always holds, and so does ``input == output +

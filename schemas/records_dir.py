@@ -18,7 +18,8 @@ This module is the only reader of that layout:
   lists (``schemas.example_proto``), its ``schema_version`` checked.
 
 File access goes through a :class:`FileSystem` (``open`` for binary reading, ``exists``,
-``glob``, ``isdir``): :data:`LOCAL` here; ``model.pack_reader.GFILE`` (``tf.io.gfile``: ``gs://``,
+``glob``, ``isdir``): :data:`LOCAL` here; ``model.data.pack_reader.GFILE`` (``tf.io.gfile``:
+``gs://``,
 ``ram://``) in the trainer; Beam's ``FileSystems`` in the inspector.  Importable without
 TensorFlow or Beam.
 """

@@ -213,8 +213,8 @@ def _put_segment(f: Dict[str, np.ndarray], pi: int, row: int, di: int, si: int, 
 
 def make_packs(rung: str, num_packs: int, seed: int, g: Geometry = Geometry()
                ) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
-  """``(packs, meta)``: parsed-pack features (``model.pack_reader``'s names and dtypes, a leading
-  pack axis) for ``num_packs`` packs of ``g.docs_per_pack`` documents of ``rung``, and per
+  """``(packs, meta)``: parsed-pack features (``model.data.pack_reader``'s names and dtypes, a
+  leading pack axis) for ``num_packs`` packs of ``g.docs_per_pack`` documents of ``rung``, and per
   document the gold answer and the reader (``meta``, arrays ``[P, D]``)."""
   if rung not in RUNGS:
     raise ValueError(f"unknown rung {rung!r}; choose from {RUNGS}")

@@ -169,7 +169,7 @@ def test_the_table_names_the_layers_of_the_design():
 
 def test_every_module_keeps_to_its_layer(project):
   rules, modules, sources = project
-  assert len(modules) > 200 and "pipelines.runner" in modules and "model.trainer" in modules
+  assert len(modules) > 200 and "pipelines.runner" in modules and "model.training.trainer" in modules
   found = violations(rules, modules, sources)
   assert not found, "\n".join(found)
 

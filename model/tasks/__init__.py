@@ -1,8 +1,8 @@
 """The QA tasks, by name: :func:`get`, :func:`names`, and the task of a records dir.
 
 One module per task, each defining one :class:`model.tasks.base.Task` that it registers on
-import; registering a task is one import line below.  ``model.decoding`` / ``model.predict``
-(prediction formats), ``model.evaluate`` (official metrics, flags, gold files) and
+import; registering a task is one import line below.  ``model.inference.decoding`` /
+``model.predict`` (prediction formats), ``model.evaluate`` (official metrics, flags, gold files) and
 ``model.finetune`` (best-checkpoint metric, dev options) look tasks up here instead of naming
 them.  Pure Python: importing the registry imports no TensorFlow and no NumPy.
 """

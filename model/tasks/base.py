@@ -4,7 +4,7 @@ A task (seqio's ``Task`` in spirit, without the data pipeline: the pipelines wri
 gathers everything that differs between datasets once the model has read the packs:
 
 * how the decoder's answers become the official prediction object, and how it is keyed
-  (:meth:`Task.predictions`; :class:`model.decoding.Decoder` is task-agnostic);
+  (:meth:`Task.predictions`; :class:`model.inference.decoding.Decoder` is task-agnostic);
 * the official metrics -- a module of :mod:`model.evaluation`, the port of the dataset's
   official script, with ``check_predictions``, ``check_gold`` and ``evaluate`` -- and how the
   gold file is read (:meth:`Task.load_gold`);
@@ -32,7 +32,7 @@ from model.evaluation import common
 from schemas import cli
 
 if TYPE_CHECKING:
-  from model.decoding import Decoder
+  from model.inference.decoding import Decoder
 
 # Flag kinds: a flag taking a value, a store_true switch, an absl-style --x / --nox pair.
 FLAG_KINDS = ("value", "switch", "bool")

@@ -26,7 +26,7 @@ from model.tasks import base
 from schemas import data_paths, jsonl_qa
 
 if TYPE_CHECKING:
-  from model.decoding import Decoder
+  from model.inference.decoding import Decoder
 
 
 def _conflict(doc_id: str, first: str, second: str) -> str:

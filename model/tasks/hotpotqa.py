@@ -11,7 +11,7 @@ from model.tasks import base
 from schemas import records
 
 if TYPE_CHECKING:
-  from model.decoding import Decoder
+  from model.inference.decoding import Decoder
 
 # Answer types answered from the answer-type head instead of a span.
 ANSWER_TYPE_TEXT = {records.ANSWER_TYPE_YES: "yes", records.ANSWER_TYPE_NO: "no"}

@@ -12,7 +12,7 @@ from model.evaluation import narrativeqa as official
 from model.tasks import base
 
 if TYPE_CHECKING:
-  from model.decoding import Decoder
+  from model.inference.decoding import Decoder
 
 
 class NarrativeQA(base.Task):

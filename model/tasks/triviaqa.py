@@ -11,7 +11,7 @@ from model.evaluation import triviaqa as official
 from model.tasks import base
 
 if TYPE_CHECKING:
-  from model.decoding import Decoder
+  from model.inference.decoding import Decoder
 
 
 def _conflict(doc_id: str, first: str, second: str) -> str:

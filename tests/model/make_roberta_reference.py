@@ -86,7 +86,7 @@ def pretrain_inputs(our_tokens, hf_tokens):
 
 
 def _default_tokens():
-  """Our default vocabulary, id -> string, read as model.roberta_mapping.default_tokens reads
+  """Our default vocabulary, id -> string, read as model.roberta_import.mapping.default_tokens reads
   it (GPT-2's encoder.json by id + <s> </s> <pad> <mask>), without importing TensorFlow."""
   from schemas import vocabulary  # pylint: disable=g-import-not-at-top
   vocab_bytes, _ = vocabulary.default_vocabulary_files()

@@ -1,4 +1,4 @@
-"""Whole-book memory (``model.book_memory``): a document read whole equals the same document
+"""Whole-book memory (``model.network.book_memory``): a document read whole equals the same document
 split into sub-documents read with ``--memory_scope book`` -- in one pack (logits, losses and
 gradients) and spread over several packs (logits, with the other packs' memories from a first
 pass) -- for CLS, STS and entity memories, dense and top-k, on one device and on 2 logical CPUs
@@ -100,7 +100,7 @@ def split_over_packs(whole):
 
 def test_book_scope_numbers_books_and_global_positions():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from model import book_memory  # pylint: disable=g-import-not-at-top
+  from model.network import book_memory  # pylint: disable=g-import-not-at-top
   split = split_in_one_pack(whole_pack())
   out = book_memory.book_scope({k: tf.constant(v) for k, v in split.items()}, S)
   assert out["document_index"].numpy().tolist() == [0, 0, 0, 0, 0, 0, 1, -1]
@@ -117,7 +117,7 @@ def test_book_scope_numbers_books_and_global_positions():
 
 
 def test_store_gives_a_pack_the_other_packs_memories_of_its_books():
-  from model import book_memory  # pylint: disable=g-import-not-at-top
+  from model.network import book_memory  # pylint: disable=g-import-not-at-top
   packs = split_over_packs(whole_pack())
   books = [book_memory.pack_books(p) for p in packs]
   assert books[0] == {(b"A", b"qa"): {"book": 0, "sub_documents": {0}, "num_sub_documents": 3},
@@ -151,7 +151,9 @@ def _main():
   cpu = tf.config.list_physical_devices("CPU")[0]
   tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
   import keras  # pylint: disable=g-import-not-at-top
-  from model import book_memory, configs, losses, readtwice, replicas  # pylint: disable=g-import-not-at-top
+  from model import configs  # pylint: disable=g-import-not-at-top
+  from model.network import book_memory, readtwice  # pylint: disable=g-import-not-at-top
+  from model.training import losses, replicas  # pylint: disable=g-import-not-at-top
 
   def tensors(f):
     return {k: tf.constant(v) for k, v in f.items()}

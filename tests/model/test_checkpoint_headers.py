@@ -19,7 +19,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from model import roberta_checkpoint as roberta
+from model.roberta_import import checkpoint as roberta
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 WORDS = "embeddings.word_embeddings.weight"

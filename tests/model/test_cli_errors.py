@@ -87,7 +87,8 @@ def dirs(tmp_path_factory):
   os.remove(os.path.join(unfinished, manifest_lib.COMPLETED_FILE))
   out["unfinished"] = unfinished
   model = str(base / "model")  # (trained in this process: the commands under test are not this)
-  from model import configs, train_lib  # pylint: disable=g-import-not-at-top
+  from model import configs  # pylint: disable=g-import-not-at-top
+  from model.training import train_lib  # pylint: disable=g-import-not-at-top
   train_lib.train(good, model, train_config=configs.TrainConfig(steps=1), log_fn=lambda m: 0)
   out["model"] = model
   out["base"] = str(base)

@@ -47,7 +47,7 @@ def test_a_usage_error_is_one_line_without_tensorflow(argv, code, line):
   assert errors[-1] == line, proc.stderr
   imported = {l.split("|")[-1].strip() for l in proc.stderr.splitlines()
               if l.startswith("import time:")}
-  assert "tensorflow" not in imported and "model.trainer" not in imported
+  assert "tensorflow" not in imported and "model.training.trainer" not in imported
 
 
 def test_help_names_every_command_flag_group():

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from model import configs, predict
-from model import train_lib
-from model import pack_reader as input_lib
+from model.training import train_lib
+from model.data import pack_reader as input_lib
 from pipelines import runner
 from pipelines.inspector import decoder, record_io, text_view
 from schemas import documents as documents_schema

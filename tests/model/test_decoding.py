@@ -22,8 +22,8 @@ from typing import Dict, List, Mapping, Sequence
 import numpy as np
 import pytest
 
-from model import decoding
-from model import spans
+from model.inference import decoding
+from model.inference import spans
 from model import tasks
 from schemas import records
 from tests.model import packs

@@ -1,13 +1,13 @@
 """Fine-tuning's dev metrics are `python -m model.evaluate`'s on the same predictions and gold.
 
-For every registered task, `model.finetune_lib.dev_evaluation` (the callback the trainer calls each
-evaluation: its numbers go to the log, metrics.json, TensorBoard and pick `<model_dir>/best`) is
-run on fixed predictions -- with wrong, partial and missing answers, ids the gold file does not
-know and, for NarrativeQA, rows of other sets in `qaps.csv` -- and compared with
-`model.evaluate_lib.run` on the same files with the flags a user gives `model.evaluate` (parsed by
-its own parser): the numbers must be equal.  The model's forward pass is replaced by the fixed
-predictions (`model.predict_lib.predict_with_model`); the records dirs are real (their manifest
-names the task and, for NarrativeQA, the split).
+For every registered task, `model.training.finetune_lib.dev_evaluation` (the callback the trainer
+calls each evaluation: its numbers go to the log, metrics.json, TensorBoard and pick
+`<model_dir>/best`) is run on fixed predictions -- with wrong, partial and missing answers, ids the
+gold file does not know and, for NarrativeQA, rows of other sets in `qaps.csv` -- and compared with
+`model.evaluation.evaluate_lib.run` on the same files with the flags a user gives `model.evaluate`
+(parsed by its own parser): the numbers must be equal.  The model's forward pass is replaced by the
+fixed predictions (`model.inference.predict_lib.predict_with_model`); the records dirs are real
+(their manifest names the task and, for NarrativeQA, the split).
 """
 
 import json
@@ -15,9 +15,10 @@ import os
 
 import pytest
 
-from model import evaluate, evaluate_lib
-from model import predict_lib
-from model import finetune_lib
+from model import evaluate
+from model.evaluation import evaluate_lib
+from model.inference import predict_lib
+from model.training import finetune_lib
 from model import predict
 from model import tasks
 from model.evaluation import narrativeqa as nqa_official

@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from model import evaluate, evaluate_lib
+from model import evaluate
+from model.evaluation import evaluate_lib
 
 TRIVIA_GOLD = {"Domain": "Wikipedia", "VerifiedEval": False, "Version": 1.0, "Split": "dev",
                "Data": [{"QuestionId": q, "Question": "?",

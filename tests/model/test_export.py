@@ -14,9 +14,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, export, readtwice, spans
-from model import train_lib
-from model import export_lib
+from model import configs, export
+from model.inference import spans
+from model.network import readtwice
+from model.training import train_lib
+from model.inference import export_lib
 from schemas import records
 from tests import REPO_ROOT
 
@@ -59,7 +61,7 @@ def test_best_spans_equal_numpy_and_model_spans():
     assert [(int(x), int(y)) for x, y in zip(b, e)] == [w[:2] for w in want], m
     np.testing.assert_allclose(score[:-1], [w[2] for w in want[:-1]], rtol=0, atol=1e-6)
     assert score[-1] == -np.inf and (b[-1], e[-1]) == (-1, -1)
-    for s in range(n - 1):  # model.spans over every context token, before word snapping
+    for s in range(n - 1):  # model.inference.spans over every context token, before word snapping
       found = spans.best_span(begin[s], end[s], kinds[s], top_k=l, max_answer_tokens=m)
       assert (found[1], found[2]) == (b[s], e[s])
       assert abs(found[0] - score[s]) < 1e-5
@@ -143,7 +145,7 @@ def _entity_model_dir(model_dir: str, vocab_size: int, seq_length: int):
 
 @pytest.mark.slow
 def test_saved_model_serves_without_the_repository(tmp_path, capsys):
-  from model import pack_reader as input_lib
+  from model.data import pack_reader as input_lib
   from tests.model import packs
   records_dir = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
   model_dir = str(tmp_path / "model")

@@ -22,14 +22,14 @@ import pytest
 import tensorflow as tf
 
 from model import configs as configs_lib
-from model import train_lib
-from model import driver
+from model.training import train_lib
+from model.training import driver
 from model import faults
-from model import pack_reader as input_lib
-from model import predict_lib
-from model import roberta_checkpoint
-from model import roberta_mapping
-from model import training_data
+from model.data import pack_reader as input_lib
+from model.inference import predict_lib
+from model.roberta_import import checkpoint as roberta_checkpoint
+from model.roberta_import import mapping as roberta_mapping
+from model.data import training_data
 from model.evaluation import common as evaluation_common
 from schemas import documents as documents_lib
 from schemas import example_proto

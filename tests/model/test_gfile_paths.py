@@ -17,10 +17,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, decoding, evaluate_lib, readtwice
-from model import train_lib
-from model import predict_lib
-from model import pack_reader as input_lib
+from model import configs
+from model.evaluation import evaluate_lib
+from model.inference import decoding
+from model.network import readtwice
+from model.training import train_lib
+from model.inference import predict_lib
+from model.data import pack_reader as input_lib
 from model.evaluation import hotpotqa, narrativeqa
 from schemas import documents as documents_lib
 from tests.model import packs

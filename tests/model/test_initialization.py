@@ -14,7 +14,8 @@ import keras
 import numpy as np
 import pytest
 
-from model import configs, readtwice
+from model import configs
+from model.network import readtwice
 
 CONSTANT_INITIALIZERS = (keras.initializers.Zeros, keras.initializers.Ones,
                          keras.initializers.Constant)

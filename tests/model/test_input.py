@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import pack_reader as input_lib
+from model.data import pack_reader as input_lib
 from schemas import records
 from tests.model import packs
 

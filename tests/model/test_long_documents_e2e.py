@@ -7,10 +7,11 @@ import os
 
 import pytest
 
-from model import configs, evaluate, evaluate_lib, predict
-from model import train_lib
-from model import book_memory
-from model import pack_reader as input_lib
+from model import configs, evaluate, predict
+from model.evaluation import evaluate_lib
+from model.training import train_lib
+from model.network import book_memory
+from model.data import pack_reader as input_lib
 from pipelines import runner
 from schemas import documents as documents_schema
 from tests.pipelines.datasets.narrativeqa.test_dataset import SAMPLES, make_layout

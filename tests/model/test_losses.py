@@ -6,7 +6,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from model import losses
+from model.training import losses
 from schemas import records
 
 S, C = records.TOKEN_KIND_SPECIAL, records.TOKEN_KIND_CONTEXT

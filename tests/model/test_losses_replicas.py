@@ -1,7 +1,7 @@
 """The losses under MirroredStrategy (2 logical CPUs) equal the single-device losses.
 
-Convention (model.losses): each replica returns ``loss_global / R``; the replica losses SUM to
-the single-device loss and the gradients w.r.t. each replica's local logits equal the
+Convention (model.training.losses): each replica returns ``loss_global / R``; the replica losses SUM
+to the single-device loss and the gradients w.r.t. each replica's local logits equal the
 single-device gradients of those rows.  Logical devices must be configured before TensorFlow
 initialises, so the body runs in a fresh subprocess (``_main``) that prints one JSON line.
 """
@@ -70,7 +70,7 @@ def _main():
 
   cpu = tf.config.list_physical_devices("CPU")[0]
   tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * R)
-  from model import losses
+  from model.training import losses
 
   outputs_np, features_np = _pack()
 

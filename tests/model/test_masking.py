@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import masking
+from model.data import masking
 from schemas import records
 
 N, L, V, K = 8, 128, 1000, 128

@@ -180,7 +180,9 @@ def test_trainer_trains_on_generated_packs_and_finetuning_leaves_out_coref(tmp_p
   tf = pytest.importorskip("tensorflow")
   from benchmarks import memory_ladder  # pylint: disable=g-import-not-at-top
   # pylint: disable-next=g-import-not-at-top
-  from model import configs, objectives, trainer, training_data
+  from model import configs
+  from model.data import training_data
+  from model.training import objectives, trainer
   g = lt.Geometry(docs_per_pack=2)
   train, _ = lt.make_packs("R3", 3, seed=0, g=g)
   mc = memory_ladder.model_config("E", "tiny", g)

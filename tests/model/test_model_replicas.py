@@ -57,7 +57,9 @@ def _main():
   cpu = tf.config.list_physical_devices("CPU")[0]
   tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * R)
   import keras  # pylint: disable=g-import-not-at-top
-  from model import configs, losses, readtwice, replicas  # pylint: disable=g-import-not-at-top
+  from model import configs  # pylint: disable=g-import-not-at-top
+  from model.network import readtwice  # pylint: disable=g-import-not-at-top
+  from model.training import losses, replicas  # pylint: disable=g-import-not-at-top
 
   config = configs.preset("tiny_e", vocab_size=64, max_seq_length=L, max_memories=K,
                           memory_top_k=None, span_head_intermediate_size=32)

@@ -7,7 +7,9 @@ import tensorflow as tf
 
 import keras
 
-from model import configs, losses, readtwice
+from model import configs
+from model.network import readtwice
+from model.training import losses
 
 N, L, K = 8, 24, 32
 DOCS = [0, 0, 1, 1, 2, 2, 3, 3]  # 4 documents of 2 segments

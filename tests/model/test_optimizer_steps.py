@@ -1,7 +1,7 @@
-"""The optimizers' leaner graphs (``model.optimization``: the schedule and the bias-correction
-scalars once a step, an 8-op clip) change no value: several steps of our AdamW and Lamb leave
-every variable and slot bit for bit where Keras' own optimizers, built the same way, leave
-them, in a ``tf.function`` as the trainer runs them; the clip equals ``tf.clip_by_norm`` bit
+"""The optimizers' leaner graphs (``model.training.optimization``: the schedule and the
+bias-correction scalars once a step, an 8-op clip) change no value: several steps of our AdamW and
+Lamb leave every variable and slot bit for bit where Keras' own optimizers, built the same way,
+leave them, in a ``tf.function`` as the trainer runs them; the clip equals ``tf.clip_by_norm`` bit
 for bit, also at zero, huge and non-finite norms; and the traced step has fewer ops."""
 
 import keras
@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from model import configs
-from model import optimization
+from model.training import optimization
 
 SHAPES = {"kernel": (6, 4), "embeddings": (5, 3), "bias": (4,), "gamma": (3,),
           "zero_kernel": (2, 2)}  # a zero kernel: Lamb's trust ratio's w_norm == 0 branch

@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from schemas import documents as documents_schema
 from schemas import example_proto, records, tfrecord_io
-from model import pack_reader as input_lib
+from model.data import pack_reader as input_lib
 from pipelines import runner
 from pipelines.beam.config import RecordsConfig
 from pipelines.text.segmenter import SegmenterConfig

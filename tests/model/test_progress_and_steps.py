@@ -14,7 +14,8 @@ import time
 import pytest
 import tensorflow as tf
 
-from model import finetune, predict, progress as progress_lib, trainer
+from model import finetune, predict, progress as progress_lib
+from model.training import trainer
 from tests.model import packs
 from tests.model.test_trainer import hotpot_gold
 

@@ -1,4 +1,4 @@
-"""RoBERTa initialisation (model.roberta_mapping, model.roberta_checkpoint and the
+"""RoBERTa initialisation (model.roberta_import.mapping, model.roberta_import.checkpoint and the
 ``python -m model.roberta`` CLI): BERT_1 equals Hugging Face's RobertaModel.
 
 Tiny random RoBERTa checkpoints (non-trivial LayerNorms and biases), saved by ``transformers``
@@ -21,7 +21,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, readtwice, roberta, roberta_checkpoint, roberta_mapping
+from model import configs, roberta
+from model.network import readtwice
+from model.roberta_import import checkpoint as roberta_checkpoint, mapping as roberta_mapping
 from tests import REPO_ROOT
 from tests.model import make_roberta_reference as reference
 

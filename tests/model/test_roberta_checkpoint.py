@@ -1,4 +1,4 @@
-"""model.roberta_checkpoint's safetensors reading (the ``safetensors`` library behind our
+"""model.roberta_import.checkpoint's safetensors reading (the ``safetensors`` library behind our
 header checks), without torch: files written by ``safetensors.numpy.save_file`` read back
 exactly, locally, through ``tf.io.gfile`` and sharded; truncated, corrupt or non-conforming
 files are one-line :class:`CheckpointError` s naming the file, also from the CLI."""
@@ -14,7 +14,8 @@ import pytest
 import tensorflow as tf
 from safetensors.numpy import save_file
 
-from model import roberta, roberta_checkpoint
+from model import roberta
+from model.roberta_import import checkpoint as roberta_checkpoint
 
 KNOWN = {
     "f32": np.array([[0.5, -1.25, 3.0], [1e-8, 65504.0, -0.0]], np.float32),

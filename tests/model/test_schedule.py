@@ -8,7 +8,7 @@ warm-up ``(s + 1) / w`` for ``s < w``, then ``1 - (1 - e) * (s - w) / (T - w)``,
 import pytest
 
 from model import configs
-from model import optimization
+from model.training import optimization
 
 PEAK, T, W = 1.0, 10, 2
 # s -> rate for end fraction e = 0 (the TrainConfig default).

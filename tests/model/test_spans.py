@@ -1,12 +1,12 @@
-"""The span search and word snapping of one segment (:mod:`model.spans`; pure NumPy).  How the
-decoder uses them, end to end on byte-level BPE tokens, is tested in
+"""The span search and word snapping of one segment (:mod:`model.inference.spans`; pure NumPy).  How
+the decoder uses them, end to end on byte-level BPE tokens, is tested in
 :mod:`tests.model.test_decoding`."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from model import spans
+from model.inference import spans
 from schemas import records
 from tests.model.test_decoding import BPE_L, BPE_TEXT, BPE_TOKENS, FIRST, _bpe_pack
 

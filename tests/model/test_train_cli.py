@@ -7,7 +7,7 @@ import pytest
 
 from demo import run as demo_run
 from model import configs, flags, train
-from model import train_lib
+from model.training import train_lib
 
 REQUIRED = ["--records_dir", "records", "--model_dir", "model"]
 FIELDS = [f.name for f in dataclasses.fields(configs.TrainConfig)]

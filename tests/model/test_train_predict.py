@@ -6,9 +6,10 @@ import os
 
 import numpy as np
 
-from model import configs, decoding, spans
-from model import train_lib
-from model import predict_lib
+from model import configs
+from model.inference import decoding, spans
+from model.training import train_lib
+from model.inference import predict_lib
 from model.tasks import hotpotqa as hotpotqa_task
 from schemas import records
 

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, finetune, objectives, pretrain, strategies, trainer, training_data
-from model import pretrain_lib
+from model import configs, finetune, pretrain
+from model.data import training_data
+from model.training import objectives, strategies, trainer
+from model.training import pretrain_lib
 from tests.model import packs
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -41,7 +43,7 @@ def _json_lines(text):
 
 def hotpot_gold(records_dir, path):
   """The official-format gold file of a ``packs.qa_output_dir``: its documents' answers."""
-  from model import decoding  # pylint: disable=g-import-not-at-top
+  from model.inference import decoding  # pylint: disable=g-import-not-at-top
   gold = []
   for doc in decoding.load_documents(records_dir).values():
     sp = [[p["title"], 0] for p in doc["paragraphs"] if p["supporting"]]
@@ -88,7 +90,7 @@ def test_mlm_evaluation_counts_are_a_hand_computation(wiki_records):
   mc = configs.config_from_manifest(training_data.read_manifests([wiki_records])[0], "tiny_e")
   task = objectives.PretrainObjective(mc, objectives.masking_config(
       training_data.read_manifests([wiki_records])[0]))
-  from model import readtwice  # pylint: disable=g-import-not-at-top
+  from model.network import readtwice  # pylint: disable=g-import-not-at-top
   tf.keras.utils.set_random_seed(0)
   model = readtwice.build_model(mc, 64, 8)
   got = pretrain_lib.mlm_evaluation(model, [wiki_records], task)
@@ -128,7 +130,8 @@ def test_finetune_cli_evaluates_keeps_best_and_stops_early(tmp_path, capsys):
   f1 = [e["eval"]["f1"] for e in evals]
   assert summary["best_metric"] == pytest.approx(max(f1) / 1.0)
   # The kept best model, predicted and scored by the CLIs, gives the best dev F1 again.
-  from model import evaluate_lib, predict  # pylint: disable=g-import-not-at-top
+  from model import predict  # pylint: disable=g-import-not-at-top
+  from model.evaluation import evaluate_lib  # pylint: disable=g-import-not-at-top
   best = os.path.join(model_dir, "best")
   out = str(tmp_path / "p.json")
   assert predict.main(["--records_dir", records, "--model_dir", best, "--output", out]) == 0

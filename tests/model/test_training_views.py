@@ -14,7 +14,8 @@ from typing import Dict
 import pytest
 import tensorflow as tf
 
-from model import configs, finetune, optimization, pretrain, train, trainer
+from model import configs, finetune, pretrain, train
+from model.training import optimization, trainer
 from tests.model import packs
 from tests.model.test_trainer import hotpot_gold
 

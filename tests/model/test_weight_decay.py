@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, readtwice
-from model import optimization
+from model import configs
+from model.network import readtwice
+from model.training import optimization
 
 LR, WD, VALUE = 0.1, 2.0, 0.5
 

@@ -180,7 +180,7 @@ def test_entities_recur_across_the_segments_of_most_documents(built, split):
 
 def test_the_trainers_reader_reads_the_heldout_packs(built):
   import tensorflow as tf  # noqa: F401  (the trainer's reader; no `tfrecord` in this process)
-  from model.pack_reader import dataset_from_output_dir
+  from model.data.pack_reader import dataset_from_output_dir
 
   s = built["splits"]["heldout"]
   k = s["max_mentions_per_pack"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model.layers.heads import (AnswerTypeHead, CorefBias, MLMHead, SpanHead,
+from model.network.layers.heads import (AnswerTypeHead, CorefBias, MLMHead, SpanHead,
                                 answer_type_document_scores)
 
 H = 4
@@ -118,7 +118,7 @@ def test_mlm_head_sparse_rows_are_the_dense_logits_of_the_slots_that_count():
   """``rows``: the K (row, position) pairs of weight > 0 give the same logits as the dense
   ``[N, P, V]`` at those slots, and the loss and gradients over them equal the dense ones
   (the padding row and unused slots contribute nothing); no slot at all is a loss of 0."""
-  from model import losses  # pylint: disable=g-import-not-at-top
+  from model.training import losses  # pylint: disable=g-import-not-at-top
   emb, head = _mlm()
   hidden = tf.constant(_hidden(4, n=3))
   positions = tf.constant([[1, 3, 0], [4, 2, 2], [0, 0, 0]], tf.int32)

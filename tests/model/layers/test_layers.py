@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import configs, readtwice
-from model.layers import MemoryAttention, TransformerBlock, gather_memories
+from model import configs
+from model.network import readtwice
+from model.network.layers import MemoryAttention, TransformerBlock, gather_memories
 from schemas import records
 
 H, HEADS = 8, 2
@@ -174,7 +175,7 @@ def test_model_sparse_mlm_outputs_the_dense_logits_of_the_slots_that_count():
   """With ``sparse_mlm`` the model's MLM head runs on the masked slots of weight > 0 only: its
   ``[K, V]`` logits are the dense ``[N, P, V]`` ones at ``mlm_index``, and the pre-training
   objective's losses and statistics are the dense ones."""
-  from model import objectives  # pylint: disable=g-import-not-at-top
+  from model.training import objectives  # pylint: disable=g-import-not-at-top
   mc = configs.tiny(vocab_size=50, max_seq_length=6)
   model = readtwice.build_model(mc, 6, 4)
   x = _model_pack(np.random.RandomState(1))

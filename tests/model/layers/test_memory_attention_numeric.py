@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model.layers import ExtractMemories, MemoryAttention, gather_memories
+from model.network.layers import ExtractMemories, MemoryAttention, gather_memories
 
 H, HEADS, B = 8, 2, 2
 N, L = 6, 5

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model.layers.memory_attention import MemoryAttention
+from model.network.layers.memory_attention import MemoryAttention
 
 N, L, H, HEADS = 5, 4, 8, 2
 QDOC = [0, 0, 1, 1, -1]

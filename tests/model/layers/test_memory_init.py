@@ -9,8 +9,8 @@ mean of the memories themselves, added to the token state before the LayerNorm.
 import numpy as np
 import tensorflow as tf
 
-from model.layers import ExtractMemories, MemoryAttention
-from model.layers.initializers import MeanOfBlocks
+from model.network.layers import ExtractMemories, MemoryAttention
+from model.network.layers.initializers import MeanOfBlocks
 
 
 def _layer_norm(x, eps):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import pack_reader as input_lib
-from model.layers.memory import ExtractMemories, mention_token_mask
+from model.data import pack_reader as input_lib
+from model.network.layers.memory import ExtractMemories, mention_token_mask
 from tests.model import packs
 
 N, L, H = 3, 12, 8
@@ -265,7 +265,7 @@ def test_errors():
 
 
 def test_entity_fewer_mentions_than_max_memories_and_out_of_range():
-  # A replica's share of a pack (model.replicas.split_pack) has K < max_memories mentions.
+  # A replica's share of a pack (model.training.replicas.split_pack) has K < max_memories mentions.
   layer = _copy_layer("entity", max_memories=6)
   hidden = _hidden()
   features = {"mentions_segment": tf.constant([1, 0, 3, 0]),

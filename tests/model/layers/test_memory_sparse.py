@@ -64,7 +64,9 @@ def test_no_reader_returns_the_input():
 def test_model_with_entity_application_gives_the_same_logits_losses_and_gradients():
   # ReadTwice(E)'s whole step: the mention tokens read memories, sparse or dense.
   import keras  # pylint: disable=g-import-not-at-top
-  from model import configs, losses, readtwice  # pylint: disable=g-import-not-at-top
+  from model import configs  # pylint: disable=g-import-not-at-top
+  from model.network import readtwice  # pylint: disable=g-import-not-at-top
+  from model.training import losses  # pylint: disable=g-import-not-at-top
   from tests.model import test_book_memory as book  # pylint: disable=g-import-not-at-top
   config = configs.tiny(vocab_size=64, max_seq_length=book.L, span_head_intermediate_size=32,
                         memory_source="entity", max_memories=book.K, memory_top_k=3,

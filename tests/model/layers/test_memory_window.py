@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model.layers.memory_attention import MemoryAttention
+from model.network.layers.memory_attention import MemoryAttention
 
 N, L, H, HEADS = 6, 5, 8, 2
 # Segment documents (-1 padding) and positions; memories in a shuffled table order (as after an
@@ -70,7 +70,8 @@ def test_window_compiles_with_xla_and_is_serialised():
 
 @pytest.mark.slow
 def test_windowed_model_equals_the_dense_model():
-  from model import configs, readtwice  # pylint: disable=g-import-not-at-top
+  from model import configs  # pylint: disable=g-import-not-at-top
+  from model.network import readtwice  # pylint: disable=g-import-not-at-top
   from tests.model.test_model_training import L as TL, N as TN, K, _pack  # pylint: disable=g-import-not-at-top
   f = _pack()
   outputs = []

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from model import evaluate, tasks
-from model import train_lib
-from model import predict_lib
+from model.training import train_lib
+from model.inference import predict_lib
 from model.evaluation import squad
 from tests.model.test_decoding import D1, D2A, D2B, D3, D4, _decoder
 
@@ -136,7 +136,8 @@ def test_records_task_of_a_manifest():
 def test_predict_and_score_extractive_qa_records(tmp_path, capsys):
   """``model.predict`` on records whose manifest names the task (``jsonl_qa`` writes
   ``"task": "extractive_qa"``), with ``--gold`` the JSON-lines file."""
-  from model import configs, decoding, predict  # pylint: disable=g-import-not-at-top
+  from model import configs, predict  # pylint: disable=g-import-not-at-top
+  from model.inference import decoding  # pylint: disable=g-import-not-at-top
   from schemas import manifest as manifest_lib  # pylint: disable=g-import-not-at-top
   from tests.model import packs  # pylint: disable=g-import-not-at-top
   records = packs.as_job(packs.qa_output_dir(str(tmp_path / "hotpot"), num_packs=1), "jsonl_qa",
