@@ -1,0 +1,103 @@
+"""``python -m benchmarks``: every benchmark and experiment, listed by subject and run by name.
+
+  python -m benchmarks --list               # each case: its subject and what it measures
+  python -m benchmarks <case> [flags ...]   # runs it exactly as python -m benchmarks.<case>
+
+A case is a module of this package with a ``main`` (its flags: ``python -m benchmarks <case>
+--help``); the last line it prints is its JSON figure.  :data:`SUBJECTS` files each case under
+one subject (``tests/benchmarks/test_harness.py`` fails on a module that is not filed, or a
+filed name that is no module).  The experiments (the memory studies) answer questions about the
+model rather than holding a performance target.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+import re
+import runpy
+import sys
+from typing import Dict, List, Optional, Sequence
+
+PROG = "python -m benchmarks"
+HERE = os.path.dirname(os.path.abspath(__file__))
+NOT_CASES = ("__init__", "__main__", "common")
+
+SUBJECTS: Dict[str, List[str]] = {
+    "pipeline throughput": ["all", "hotpotqa_throughput", "wikipedia_throughput",
+                            "wikitext_parsers", "ner_throughput", "scale_out"],
+    "pipeline cost (the estimate's figures)": ["job_cost", "annotation_cost"],
+    "pipeline memory": ["pipeline_memory", "read_memory", "narrativeqa_memory"],
+    "pipeline quality": ["linker_quality", "oracle", "segment_windows"],
+    "model": ["model_step", "input_pipeline", "train_cost", "book_memory"],
+    "experiments (the memory studies)": ["memory_gap", "memory_ladder", "memory_use",
+                                         "memory_probe", "memory_corpus"],
+}
+
+
+def cases() -> List[str]:
+  """The modules of this package that are cases (a top-level ``def main``), sorted."""
+  out = []
+  for name in sorted(os.listdir(HERE)):
+    stem, ext = os.path.splitext(name)
+    if ext != ".py" or stem in NOT_CASES:
+      continue
+    if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in _tree(stem).body):
+      out.append(stem)
+  return out
+
+
+def _tree(case: str) -> ast.Module:
+  with open(os.path.join(HERE, f"{case}.py"), encoding="utf-8") as f:
+    return ast.parse(f.read())
+
+
+def summary(case: str, width: int = 76) -> str:
+  """The first sentence of ``case``'s docstring, on one line of at most ``width`` characters,
+  without reST markup."""
+  doc = " ".join((ast.get_docstring(_tree(case)) or "").split())
+  doc = re.sub(r":\w+:`([^`]*)`", r"\1", doc).replace("``", "")
+  ends = [i for i in (doc.find(". "), doc.find("? ")) if i >= 0]
+  doc = doc[:min(ends) + 1] if ends else doc
+  return doc if len(doc) <= width else doc[:width - 3].rsplit(" ", 1)[0] + " ..."
+
+
+def listing() -> str:
+  lines = []
+  for subject, names in SUBJECTS.items():
+    lines.append(f"{subject}:")
+    lines += [f"  {name:<22}{summary(name)}" for name in names]
+  lines.append(f"\n{PROG} <case> --help: a case's flags")
+  return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  argv = list(sys.argv[1:] if argv is None else argv)
+  if not argv or argv[0] in ("-h", "--help"):
+    print(__doc__.split("\n\n")[1].rstrip() + "\n\n" + listing(),
+          file=sys.stdout if argv else sys.stderr)
+    return 0 if argv else 2
+  if argv[0] == "--list":
+    print(listing())
+    return 0
+  case, rest = argv[0], argv[1:]
+  known = cases()
+  if case not in known:
+    near = difflib.get_close_matches(case, known, n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    print(f"{PROG}: error: unknown case {case!r}{hint}; {PROG} --list lists them",
+          file=sys.stderr)
+    return 2
+  saved, sys.argv = sys.argv, [f"{PROG}.{case}"] + rest
+  try:
+    runpy.run_module(f"benchmarks.{case}", run_name="__main__", alter_sys=True)
+  except SystemExit as e:
+    return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+  finally:
+    sys.argv = saved
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
