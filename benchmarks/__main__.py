@@ -74,9 +74,13 @@ def listing() -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   argv = list(sys.argv[1:] if argv is None else argv)
+  if not __package__:  # python benchmarks/__main__.py: the cases are modules of the package
+    print(f"{PROG}: error: run it as {PROG} [--list | <case> ...] from the repository",
+          file=sys.stderr)
+    return 2
   if not argv or argv[0] in ("-h", "--help"):
-    print(__doc__.split("\n\n")[1].rstrip() + "\n\n" + listing(),
-          file=sys.stdout if argv else sys.stderr)
+    print(f"usage: {PROG} [--list | <case> [flags ...]]\n\n" + __doc__.split("\n\n")[1].rstrip()
+          + "\n\n" + listing(), file=sys.stdout if argv else sys.stderr)
     return 0 if argv else 2
   if argv[0] == "--list":
     print(listing())

@@ -116,8 +116,9 @@ def test_memory_corpus_prints_its_stats_and_figure_last_and_refuses_a_second_bui
   assert os.path.getmtime(result["splits"]["train"]["dump"]) == before
 
 
+# (benchmarks/__main__.py is python -m benchmarks: tests/benchmarks/test_harness.py.)
 SCRIPTS = sorted(n[:-3] for n in os.listdir(os.path.join(REPO, "benchmarks"))
-                 if n.endswith(".py") and n not in ("__init__.py", "common.py"))
+                 if n.endswith(".py") and n not in ("__init__.py", "__main__.py", "common.py"))
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

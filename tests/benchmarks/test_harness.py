@@ -54,7 +54,7 @@ def test_a_case_runs_as_its_own_module(capsys):
 @pytest.mark.parametrize("argv, rc, want", [
     (["job_cst"], 2, "unknown case 'job_cst' (did you mean job_cost?)"),
     (["nothing_like_it"], 2, "unknown case 'nothing_like_it';"),
-    ([], 2, "python -m benchmarks --list"),
+    ([], 2, "usage: python -m benchmarks [--list | <case> [flags ...]]"),
 ])
 def test_a_wrong_or_missing_case_is_an_error(capsys, argv, rc, want):
   assert harness.main(argv) == rc
@@ -62,3 +62,11 @@ def test_a_wrong_or_missing_case_is_an_error(capsys, argv, rc, want):
   assert want in captured.err and captured.out == ""
   if argv:
     assert captured.err.count("\n") == 1 and captured.err.startswith("python -m benchmarks:")
+
+
+def test_run_as_a_file_it_says_how_to_run_it(tmp_path):
+  proc = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "__main__.py"), "--list"],
+                        cwd=tmp_path, capture_output=True, text=True, timeout=120)
+  assert proc.returncode == 2 and proc.stdout == ""
+  assert proc.stderr == ("python -m benchmarks: error: run it as python -m benchmarks "
+                         "[--list | <case> ...] from the repository\n")
