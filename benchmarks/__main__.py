@@ -36,16 +36,19 @@ SUBJECTS: Dict[str, List[str]] = {
 }
 
 
+def is_case(name: str) -> bool:
+  """Whether ``name`` is a module of this package with a top-level ``def main``."""
+  if not name.isidentifier() or name in NOT_CASES:
+    return False
+  if not os.path.isfile(os.path.join(HERE, f"{name}.py")):
+    return False
+  return any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in _tree(name).body)
+
+
 def cases() -> List[str]:
-  """The modules of this package that are cases (a top-level ``def main``), sorted."""
-  out = []
-  for name in sorted(os.listdir(HERE)):
-    stem, ext = os.path.splitext(name)
-    if ext != ".py" or stem in NOT_CASES:
-      continue
-    if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in _tree(stem).body):
-      out.append(stem)
-  return out
+  """Every case of this package, sorted."""
+  stems = (os.path.splitext(n) for n in sorted(os.listdir(HERE)))
+  return [stem for stem, ext in stems if ext == ".py" and is_case(stem)]
 
 
 def _tree(case: str) -> ast.Module:
@@ -86,9 +89,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(listing())
     return 0
   case, rest = argv[0], argv[1:]
-  known = cases()
-  if case not in known:
-    near = difflib.get_close_matches(case, known, n=1)
+  if not is_case(case):  # (only then are all the cases read, for the hint)
+    near = difflib.get_close_matches(case, cases(), n=1)
     hint = f" (did you mean {near[0]}?)" if near else ""
     print(f"{PROG}: error: unknown case {case!r}{hint}; {PROG} --list lists them",
           file=sys.stderr)
