@@ -2,25 +2,18 @@ r"""Every pipeline's throughput relative to bare tokenisation, side by side, in 
 
   python -m benchmarks.all [--pairs 3] [--scale 1.0] [--only hotpotqa,books,...]
 
-The jobs: HotpotQA, Wikipedia, books, TriviaQA and NarrativeQA (``pipelines.JOBS``).  Each
-gets a generated input in its official layout (``synthetic.job_inputs``), its texts drawn from
-a Zipf-distributed pseudo-word vocabulary (``synthetic.hotpotqa.ZipfWords``, as in
-``hotpotqa_throughput``), so that BPE's word cache hits about as often as on real text:
-
-* hotpotqa: ``synthetic.hotpotqa`` questions (two Zipf sentences per paragraph), one JSON
-  list;
-* wikipedia: a ``synthetic.wikipedia`` multistream dump with its index (links, redirects,
-  templates, tables, refs, ...);
-* books: Gutenberg-style plain-text books of 300-700 KB (header, credit, chapters, hard-wrapped
-  paragraphs, licence footer), one per file;
-* triviaqa: ``qa/wikipedia-dev.json`` (questions over 1-3 entity pages from a shared pool) and
-  ``qa/web-dev.json`` (1-2 entity pages and 2-4 search results each: one document per page)
-  with their ``evidence/`` files of 1,000-5,000 words; the answers are phrases of the
-  evidence;
-* narrativeqa: the official layout (``documents.csv``, ``qaps.csv``, ``tmp/<id>.content``) with
-  Gutenberg-style stories of 30k-70k words and ``job_inputs.NQA_QUESTIONS_PER_STORY`` questions
-  each whose answers are phrases of the story (real NarrativeQA has ~30 per story: every
-  question repeats the story's segments in the records, while the story is tokenised once).
+The jobs: every registered dataset (``pipelines.datasets.DATASETS``).  Each gets its fake
+input, which its spec's ``fake_input`` writes in its official layout (its folder's
+``fake_input.py``), texts drawn from a Zipf-distributed pseudo-word vocabulary
+(``pipelines.fake_data.prose``), so that BPE's word cache hits about as often as on real text:
+HotpotQA questions, a multistream Wikipedia dump with its index (links, redirects, templates,
+tables, refs, ...), Gutenberg-style books of 300-700 KB, TriviaQA's ``qa/`` files with their
+``evidence/`` (one document per question and page), NarrativeQA's layout with stories of
+30k-70k words and 5 questions each (real NarrativeQA has ~30 per story: every question repeats
+the story's segments in the records, while the story is tokenised once), JSON lines of
+extractive QA.  Then the job runs once on it, unmeasured: the documents it wrote (its
+``documents/`` side files: the texts it tokenised) are the bare side's texts, and how many it
+must write in every pair.
 
 Each pair times, for every pipeline one right after the other (bare, then the pipeline, so
 drift of a shared machine hits both sides alike; pair k runs every pipeline before pair k+1):
@@ -29,12 +22,10 @@ drift of a shared machine hits both sides alike; pair k runs every pipeline befo
   (word cache cold, like a new pipeline worker's), in a fresh interpreter like the pipeline
   (every tokenizer built in one process makes the next ones slower: 6.4 s -> 8.6 s over five
   HotpotQA passes, which flattered the later pairs' ratios), over exactly the texts the pipeline
-  tokenises, got from the job's own reader functions (HotpotQA's ``parse_record``, the
-  Wikipedia page's clean text from ``convert_page`` -- not the raw wikitext --, the parsed
-  book, the TriviaQA document built from its evidence, the NarrativeQA story cut and
-  joined), in the calls ``TokenizeAndSegmentFn`` makes: chunks of
-  ``min(CHUNK, batch_size)`` documents or fewer of ``CHUNK_CHARS`` characters (a chunk is not
-  cut between documents that read one text), each call the distinct texts of its documents and
+  tokenises (the first run's documents: the Wikipedia page's clean text, not the raw
+  wikitext; the NarrativeQA story cut and joined), in the calls ``TokenizeAndSegmentFn`` makes:
+  chunks of ``min(CHUNK, batch_size)`` documents or fewer of ``CHUNK_CHARS`` characters (a chunk is
+  not cut between documents that read one text), each call the distinct texts of its documents and
   then of their questions.  Only the ``encode_batch`` calls are timed: reading, parsing,
   cleaning, labelling, segmenting, packing and writing are the pipeline's overhead.  A second
   bare pass, the same way, times ``encode_batch_fast`` (the same ids without character
@@ -66,6 +57,7 @@ import argparse
 import json
 import os
 import pickle
+import shutil
 import statistics
 import sys
 import tempfile
@@ -77,34 +69,25 @@ if not __package__:  # run as a script (python benchmarks/all.py): the repo's pa
 
 from benchmarks import common
 from benchmarks.hotpotqa_throughput import docs_per_encode_call
-import pipelines
+from pipelines import datasets
 from pipelines.beam.config import RecordsConfig
 from pipelines.text.tokenizer import Tokenizer
-from synthetic import job_inputs
-from synthetic.job_inputs import MIN_WORDS
+from schemas import documents as documents_schema
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MIN_PAIRS = 3
 BARE = "bare"  # --child's first argument for the bare pass
 FAST = "fast"  # --child's last argument for a bare pass timing encode_batch_fast
-# Input sizes at --scale 1.0 (each pipeline run ~10-30 s on 2 cores).
-HOTPOTQA_QUESTIONS = 8000
-WIKIPEDIA_PAGES, WIKIPEDIA_WORDS_PER_PAGE = 3000, 700
-BOOKS = 32
-TRIVIAQA_WIKI_QUESTIONS, TRIVIAQA_WEB_QUESTIONS = 240, 150
-NQA_STORIES = 40
-# Document lengths (BOOK_KB, ..., and MIN_WORDS, the shortest however small --scale) are
-# synthetic.job_inputs'.
+KEEP = "keep"  # --child's last argument for a pipeline run whose output is kept (the first)
 
 
 class Job(NamedTuple):
   """One pipeline's generated input: what its run needs and what the bare side encodes."""
   name: str
-  input_pattern: str
-  evidence_dir: str  # TriviaQA's evidence/ folder; "-" for the others
+  argv: List[str]  # the job's arguments that read its input (the spec's FakeInput)
   input_bytes: int  # the files the job reads, as stored (the Wikipedia dump: bz2)
-  documents: int  # documents the job must write
+  documents: int  # documents the job writes
   calls: List[List[str]]  # the texts of the pipeline's encode_batch calls, in order
 
   @property
@@ -112,34 +95,26 @@ class Job(NamedTuple):
     return sum(len(t.encode("utf-8")) for call in self.calls for t in call)
 
 
-def scaled(n: int, scale: float) -> Tuple[int, float]:
-  """(count, length factor): ``n * scale`` documents, at least one; when that floors the count,
-  the documents are shortened by the factor instead, so the input stays ``scale`` times its
-  size."""
-  count = max(1, round(n * scale))
-  return count, min(1.0, n * scale / count)
-
-
-def encode_calls(docs, per_call: int) -> List[List[str]]:
-  """The texts of ``TokenizeAndSegmentFn``'s ``encode_batch`` calls over ``docs`` (in order): a
-  chunk goes when it holds ``per_call`` documents, or documents whose texts reach
-  ``TokenizeAndSegmentFn.CHUNK_CHARS`` characters, and a document with another text comes; a
-  call encodes the chunk's distinct texts, its documents' then their questions'."""
+def encode_calls(docs: Sequence[Tuple[str, str]], per_call: int) -> List[List[str]]:
+  """The texts of ``TokenizeAndSegmentFn``'s ``encode_batch`` calls over ``docs`` ((text,
+  question) pairs, in order): a chunk goes when it holds ``per_call`` documents, or documents
+  whose texts reach ``TokenizeAndSegmentFn.CHUNK_CHARS`` characters, and a document with another
+  text comes; a call encodes the chunk's distinct texts, its documents' then their questions'."""
   from pipelines.beam.segment import TokenizeAndSegmentFn  # pylint: disable=g-import-not-at-top
   calls, waiting, chars = [], [], 0
 
   def submit():
-    texts = [d.text for d in waiting] + [d.question.text for d in waiting if d.question]
+    texts = [text for text, _ in waiting] + [q for _, q in waiting if q]
     calls.append(list(dict.fromkeys(texts)))
 
-  for doc in docs:
-    new_text = not waiting or doc.text is not waiting[-1].text
+  for text, question in docs:
+    new_text = not waiting or text != waiting[-1][0]
     if new_text and TokenizeAndSegmentFn.chunk_full(len(waiting), chars, per_call):
       submit()
       waiting, chars = [], 0
-    waiting.append(doc)
+    waiting.append((text, question))
     if new_text:
-      chars += len(doc.text)
+      chars += len(text)
   if waiting:
     submit()
   return calls
@@ -149,81 +124,28 @@ def dir_bytes(path: str) -> int:
   return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-# ---------------------------------------------------------------------- inputs per job
-# Each writes the job's generated input (synthetic.job_inputs) and returns a Job; the documents
-# for the bare side come from the job's reader functions.
-
-
-def make_hotpotqa(root: str, scale: float, per_call: int) -> Job:
-  from pipelines.datasets.hotpotqa import reader  # pylint: disable=g-import-not-at-top
-  n, _ = scaled(HOTPOTQA_QUESTIONS, scale)
-  path, raw = job_inputs.write_hotpotqa(root, n)
-  docs = [reader.parse_record(r, f"{path}#{i}")[0] for i, r in enumerate(raw)]
-  return Job("hotpotqa", path, "-", os.path.getsize(path), len(docs),
-             encode_calls(docs, per_call))
-
-
-def make_wikipedia(root: str, scale: float, per_call: int) -> Job:
-  from pipelines.datasets.wikipedia import reader as dump_reader  # pylint: disable=g-import-not-at-top
-  from pipelines.datasets.wikipedia import pages as pages_lib  # pylint: disable=g-import-not-at-top
-  n, factor = scaled(WIKIPEDIA_PAGES, scale)
-  path = job_inputs.write_wikipedia(
-      root, n, max(MIN_WORDS, int(WIKIPEDIA_WORDS_PER_PAGE * factor)))
-  with open(path, "rb") as f:
-    namespaces = pages_lib.namespaces_of(dump_reader.read_siteinfo(f, path))
-  docs = []
-  with open(path, "rb") as f:
-    for page in dump_reader.iter_pages(f, path):
-      kind, value = pages_lib.convert_page(page, namespaces, pages_lib.PageRules())
-      if kind == pages_lib.DOCUMENT:
-        docs.append(value[0])
-  return Job("wikipedia", path, "-", os.path.getsize(path), len(docs),
-             encode_calls(docs, per_call))
-
-
-def make_books(root: str, scale: float, per_call: int) -> Job:
-  from pipelines.datasets.books import reader  # pylint: disable=g-import-not-at-top
-  n, factor = scaled(BOOKS, scale)
-  docs = [reader.parse_book(data, path)
-          for path, data in job_inputs.write_books(root, n, factor)]
-  return Job("books", os.path.join(root, "*.txt"), "-", dir_bytes(root), len(docs),
-             encode_calls(docs, per_call))
-
-
-def make_triviaqa(root: str, scale: float, per_call: int) -> Job:
-  from pipelines.datasets.triviaqa import reader  # pylint: disable=g-import-not-at-top
-  n_wiki, factor = scaled(TRIVIAQA_WIKI_QUESTIONS, scale)
-  n_web, _ = scaled(TRIVIAQA_WEB_QUESTIONS, scale)
-  files, texts = job_inputs.write_triviaqa(root, n_wiki, n_web, factor)
-  docs = []
-  for path, data in files:
-    for i, datum in enumerate(data):
-      for source_id, unit in reader.split_question(f"{path}#{i}", datum):
-        plan, _ = reader.parse_record(unit, source_id)
-        docs.append(reader.build_document(plan, [
-            reader.decode_evidence(texts[p.relative_path].encode("utf-8"))[0]
-            for p in plan.pages]))
-  return Job("triviaqa", os.path.join(root, "qa", "*-dev.json"), os.path.join(root, "evidence"),
-             dir_bytes(root), len(docs), encode_calls(docs, per_call))
-
-
-def make_narrativeqa(root: str, scale: float, per_call: int) -> Job:
-  from pipelines.datasets.narrativeqa import reader  # pylint: disable=g-import-not-at-top
-  n, factor = scaled(NQA_STORIES, scale)
-  docs = []
-  for row, data, rows in job_inputs.write_narrativeqa(root, n, factor):
-    story_id = row["document_id"]
-    text, paragraphs, _ = reader.story_text(data, "gutenberg", row["story_start"],
-                                            row["story_end"])
-    docs += reader.question_documents(
-        story_id, text, paragraphs,
-        [(f"qaps#{k}", reader.make_question(r, story_id, k)) for k, r in enumerate(rows)])
-  return Job("narrativeqa", os.path.join(root, "qaps.csv"), "-", dir_bytes(root), len(docs),
-             encode_calls(docs, per_call))
-
-
-MAKERS = {"hotpotqa": make_hotpotqa, "wikipedia": make_wikipedia, "books": make_books,
-          "triviaqa": make_triviaqa, "narrativeqa": make_narrativeqa}
+def make_job(name: str, root: str, scale: float, per_call: int) -> Job:
+  """The dataset's fake input (its spec's ``fake_input``) at ``scale`` under ``root/input``, and
+  a first, unmeasured run of the job on it whose documents (the texts it wrote, in the order of
+  its side files) are the bare side's texts."""
+  fake = datasets.get(name).fake_input(os.path.join(root, "input"), scale)
+  out_dir = os.path.join(root, "first_run")
+  r = common.child_run("benchmarks.all", [name, json.dumps(fake.argv), out_dir, KEEP], None,
+                       ROOT)
+  try:
+    docs = documents_schema.load(out_dir)
+  finally:
+    shutil.rmtree(out_dir, ignore_errors=True)
+  counts = r["counts"]
+  if counts["rejected"] or not counts["written"]:
+    raise SystemExit(f"{name}: the first run wrote {counts['written']} documents and rejected "
+                     f"{counts['rejected']} ({r.get('rejected_by_reason')}) on clean input")
+  if len(docs) != counts["written"]:
+    raise SystemExit(f"{name}: the first run wrote {counts['written']} documents but its side "
+                     f"files hold {len(docs)}")
+  return Job(name, fake.argv, dir_bytes(os.path.join(root, "input")), len(docs),
+             encode_calls([(d["text"], d.get("question") or "") for d in docs.values()],
+                          per_call))
 
 
 # ---------------------------------------------------------------------- the two sides
@@ -260,16 +182,17 @@ def bare_run(job: Job, calls_path: str, fast: bool = False) -> Tuple[float, int]
   return r["seconds"], r["tokens"]
 
 
-def pipeline_child(name: str, input_pattern: str, out_dir: str, evidence_dir: str) -> None:
-  """The measured pipeline run (in a fresh interpreter); prints its figures as JSON."""
+def pipeline_child(name: str, argv_json: str, out_dir: str, mode: str) -> None:
+  """The measured pipeline run (in a fresh interpreter): the job on the arguments ``argv_json``
+  (a JSON list), its options as its command line would build them; prints its figures as JSON.
+  ``mode`` :data:`KEEP`: the output is left for the parent (the first run)."""
   from pipelines import runner  # pylint: disable=g-import-not-at-top
-  options = None  # the dataset's default options
-  if name == "triviaqa":
-    from pipelines.datasets.triviaqa.dataset import (  # pylint: disable=g-import-not-at-top
-        TriviaQAOptions)
-    options = TriviaQAOptions(evidence_dir=evidence_dir)
+  del mode
+  argv = json.loads(argv_json)
+  options = datasets.get(name).options_for(argv)
   t0 = time.perf_counter()
-  m = runner.run_dataset(name, input_pattern, out_dir, RecordsConfig(), options)
+  m = runner.run_dataset(name, argv[argv.index("--input") + 1], out_dir, RecordsConfig(),
+                         options)
   seconds = time.perf_counter() - t0
   segment = (m.get("stages") or {}).get("segment") or {}
   print(json.dumps({"seconds": seconds, "counts": m["counts"], "examples": m["examples"],
@@ -279,7 +202,7 @@ def pipeline_child(name: str, input_pattern: str, out_dir: str, evidence_dir: st
 
 def pipeline_run(job: Job, out_dir: str) -> Dict:
   """Runs :func:`pipeline_child` in a fresh interpreter; checks what it wrote."""
-  r = common.child_run("benchmarks.all", [job.name, job.input_pattern, out_dir, job.evidence_dir],
+  r = common.child_run("benchmarks.all", [job.name, json.dumps(job.argv), out_dir, "-"],
                        out_dir, ROOT)
   counts = r["counts"]
   if counts["written"] != job.documents or counts["rejected"]:
@@ -322,7 +245,7 @@ def main() -> None:
                        "is only for smoke tests (default: %(default)s)")
   ap.add_argument("--scale", type=float, default=1.0,
                   help="multiplies every generated input's size (default: %(default)s)")
-  jobs = pipelines.JOBS  # (imports every dataset's spec)
+  jobs = datasets.DATASETS
   ap.add_argument("--only", default=",".join(jobs),
                   help="comma-separated pipelines to run (default: all: %(default)s)")
   args = ap.parse_args()
@@ -336,11 +259,11 @@ def main() -> None:
     jobs = []
     for name in names:
       t0 = time.perf_counter()
-      job = MAKERS[name](os.path.join(tmp, name), args.scale, per_call)
+      job = make_job(name, os.path.join(tmp, name), args.scale, per_call)
       jobs.append(job)
       print(f"{name}: {job.input_bytes / 1e6:.1f} MB input, {job.documents:,} documents, "
             f"{job.text_bytes / 1e6:.1f} MB of text in {len(job.calls)} encode_batch calls "
-            f"(generated in {time.perf_counter() - t0:.1f} s)", flush=True)
+            f"(generated and run once in {time.perf_counter() - t0:.1f} s)", flush=True)
     print(f"bare: encode_batch calls of up to {per_call} documents (their distinct texts, then "
           f"their questions'); {args.pairs} pair(s), interleaved", flush=True)
     pairs: Dict[str, List[Dict]] = {name: [] for name in names}

@@ -6,8 +6,8 @@ r"""The CPU cost of entity annotation (``--ner spacy``, ``--linker alias``), mea
 Three measurements, each the median of ``--reps``:
 
 * **job** (``start_cpu_s``, ``cpu_s_per_word``): ``python -m pipelines books`` on a tiny and on a
-  larger generated book folder (:func:`synthetic.job_inputs.write_books`), each with and
-  without ``--ner spacy`` (``blank:en``, no entities dir), in fresh interpreters, their user +
+  larger generated book folder (:func:`pipelines.datasets.books.fake_input.write_books`), each with
+  and without ``--ner spacy`` (``blank:en``, no entities dir), in fresh interpreters, their user +
   system CPU read from ``os.wait4``.  The with-minus-without difference on the tiny input is
   annotation's start-up (importing spaCy, building the pipeline); the growth of that
   difference from the tiny to the larger input, over the words the stage counted
@@ -42,7 +42,8 @@ from typing import Dict, Sequence
 if not __package__:  # run as a script: the repo's packages
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from synthetic import job_inputs  # pylint: disable=g-import-not-at-top
+from pipelines.datasets.books import fake_input as books_fake  # pylint: disable=g-import-not-at-top
+from pipelines.fake_data.prose import Prose  # pylint: disable=g-import-not-at-top
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -69,9 +70,9 @@ def _job_cpu(book_dir: str, out_dir: str, ner: bool) -> Dict[str, float]:
 
 def measure_job(tmp: str, reps: int, book_mb: float) -> Dict[str, float]:
   tiny, large = os.path.join(tmp, "books-tiny"), os.path.join(tmp, "books-large")
-  job_inputs.write_books(tiny, 1, 0.05)
+  books_fake.write_books(tiny, 1, 0.05)
   n = max(1, round(book_mb / 0.5))
-  job_inputs.write_books(large, n, book_mb / n / 0.5)
+  books_fake.write_books(large, n, book_mb / n / 0.5)
   starts, per_word = [], []
   out = os.path.join(tmp, "out")
   for rep in range(reps):  # interleaved pairs: a shared machine's drift hits both alike
@@ -93,7 +94,7 @@ def measure_job(tmp: str, reps: int, book_mb: float) -> Dict[str, float]:
 def _alias_table(rows: int, seed: int = 5):
   import pyarrow as pa  # pylint: disable=g-import-not-at-top
   from schemas import entities  # pylint: disable=g-import-not-at-top
-  prose = job_inputs.Prose(seed=seed)
+  prose = Prose(seed=seed)
   rng = random.Random(seed)
   aliases, seen = [], set()
   while len(aliases) < rows:
@@ -115,7 +116,7 @@ def measure_aliases(tmp: str, reps: int, rows: int) -> Dict[str, float]:
   from schemas import entities  # pylint: disable=g-import-not-at-top
   path = os.path.join(tmp, "aliases.parquet")
   pq.write_table(_alias_table(rows), path)
-  prose = job_inputs.Prose(seed=7)
+  prose = Prose(seed=7)
   texts = ["\n\n".join(prose.paragraphs(2000)) for _ in range(50)]
   words = sum(len(t.split()) for t in texts)
   ner.load_spacy("blank:en")  # spaCy imported before anything is timed

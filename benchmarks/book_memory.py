@@ -81,12 +81,12 @@ def main(argv=None) -> int:
   p.add_argument("--story", default=os.path.join(SAMPLES, "stories", f"{STORY_ID}.content"))
   p.add_argument("--words", type=int, default=0,
                  help="instead of --story: a generated book of this many words "
-                      "(synthetic.job_inputs prose; the questions then have no answer in it)")
+                      "(pipelines.fake_data.prose; the questions then have no answer in it)")
   args = p.parse_args(argv)
   if args.words:
-    from synthetic import job_inputs  # pylint: disable=g-import-not-at-top
+    from pipelines.fake_data import prose  # pylint: disable=g-import-not-at-top
     generated = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8")
-    generated.write(job_inputs.book_body(job_inputs.Prose(0), args.words))
+    generated.write(prose.book_body(prose.Prose(0), args.words))
     generated.close()
     args.story = generated.name
   if not os.path.exists(args.story):

@@ -56,7 +56,7 @@ from benchmarks import common
 from pipelines.beam.config import RecordsConfig
 from pipelines.datasets.hotpotqa import reader
 from pipelines.text.tokenizer import Tokenizer
-from synthetic import hotpotqa as synthetic_hotpotqa
+from pipelines.datasets.hotpotqa import fake_input as synthetic_hotpotqa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

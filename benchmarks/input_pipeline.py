@@ -4,9 +4,9 @@ global batch).
   python -m benchmarks.input_pipeline [--pages 400] [--seq_length 512] [--segments_per_pack 32]
       [--max_mentions 1024] [--seconds 20] [--repeats 3]
 
-Set-up: a generated Wikipedia dump (``synthetic.wikipedia``, link mentions with entity ids)
-goes through ``python -m pipelines wikipedia`` with the given record shape.  Then, in this
-process, the trainer's input as it will run: ``model.data.pack_reader.dataset_from_output_dir``
+Set-up: a generated Wikipedia dump (``pipelines.datasets.wikipedia.fake_input``, link mentions with
+entity ids) goes through ``python -m pipelines wikipedia`` with the given record shape.  Then, in
+this process, the trainer's input as it will run: ``model.data.pack_reader.dataset_from_output_dir``
 (read and parse every shard, ``max_mentions`` static mention features), repeated, enumerated and
 mapped through ``model.data.masking.mask_segments`` (25% of mentions, 15% whole-word spans,
 80/10/10, a new mask per pass) with ``num_parallel_calls=AUTOTUNE``, prefetched.  After one warm-up
@@ -34,7 +34,7 @@ TARGET = 5000.0
 
 def make_records(tmp: str, pages: int, seq_length: int, segments_per_pack: int) -> str:
   import subprocess  # pylint: disable=g-import-not-at-top
-  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import fake_input as synth  # pylint: disable=g-import-not-at-top
   dump = os.path.join(tmp, "gen-pages-articles.xml.bz2")
   synth.write_dump(synth.generate_pages(pages, seed=1, words_per_page=400), dump)
   out = os.path.join(tmp, "records")

@@ -6,7 +6,7 @@ r"""The CPU cost of every pipeline job per MB of input, measured for ``--estimat
 
 Each dataset's job (``python -m pipelines <dataset> --input ... --output_dir ...``, no Beam
 flags: the local in-memory runner) runs as a subprocess on two generated inputs in its official
-layout (:mod:`synthetic.job_inputs`, Zipf pseudo-words so that BPE's word cache hits about as
+layout (its spec's ``fake_input``, Zipf pseudo-words so that BPE's word cache hits about as
 often as on real text): a tiny one and a larger one (a few MB to tens of MB of work).  Per run
 the job process' own user + system CPU seconds, its children's included, are read from
 ``os.wait4`` (CPU time, unlike wall time, hardly moves when other processes load the machine),
@@ -23,17 +23,13 @@ printed as min / median / max over the repetitions, with the CPU/wall ratio of t
 (the largest over the repetitions goes to the table: the run least slowed by other load) and
 its peak RSS growth per MB (shown, not used: the in-memory runner's memory is not linear in the
 input), and finally as the ``measured=Cost(...)`` of each dataset's
-``pipelines/datasets/<name>/cost.py`` (to paste there).  The generated inputs:
+``pipelines/datasets/<name>/cost.py`` (to paste there).
 
-* hotpotqa: one JSON list of :mod:`synthetic.hotpotqa` questions;
-* wikipedia: a :mod:`synthetic.wikipedia` multistream ``.bz2`` dump with its index (the form
-  of the official dumps, so the slope includes bz2 decompression);
-* books: Gutenberg-style books, one per file;
-* triviaqa: ``qa/wikipedia-dev.json`` and ``qa/web-dev.json`` with their ``evidence/``;
-* narrativeqa: ``qaps.csv``, ``documents.csv`` and ``tmp/*.content`` stories, with 30 questions
-  per story as in the real set (46,765 questions over 1,572 stories): every question is a
-  document holding its whole story, so the cost follows questions x story size;
-* jsonl_qa: the HotpotQA questions as JSON lines, a quarter of them with a ``context_file``.
+The generated inputs are each dataset's fake input (its folder's ``fake_input.py``) at
+``LARGE`` x ``--scale`` and ``TINY`` x that: e.g. a bz2 multistream Wikipedia dump, the form of
+the official dumps, so that its slope includes bz2 decompression; NarrativeQA with 5 questions
+per story (every question is a document holding its whole story, so the cost follows questions
+x story size, the work's unit).
 
 It also times decompressing gzip, bz2 and xz text in-process (CPU s per uncompressed MB:
 ``DECOMPRESS_CPU_S_PER_MB``, added by ``--estimate`` for compressed inputs).
@@ -65,11 +61,10 @@ if not __package__:  # run as a script (python benchmarks/job_cost.py): the repo
   sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks import common
-from synthetic import job_inputs
+from pipelines import datasets
+from pipelines.fake_data.prose import Prose
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DATASETS = ("hotpotqa", "wikipedia", "books", "triviaqa", "narrativeqa", "jsonl_qa")
-NQA_QUESTIONS_PER_STORY = 30  # the real set's mean (46,765 questions / 1,572 stories)
 TARGET = 0.25
 
 
@@ -95,70 +90,16 @@ def _input(job: str, pattern: str, extra: Sequence[str] = (), options=None) -> I
                f"{m['work_mb']:.2f} MB work ({m['stored_mb']:.2f} MB stored)")
 
 
-def make_hotpotqa(root: str, size: float) -> Input:
-  path, _ = job_inputs.write_hotpotqa(root, max(2, round(3000 * size)))
-  return _input("hotpotqa", path)
+def make_input(job: str, root: str, scale: float) -> Input:
+  """The dataset's fake input (its spec's ``fake_input``) at ``scale`` under ``root``, sized as
+  ``--estimate`` counts its work (with the options its arguments give)."""
+  spec = datasets.get(job)
+  fake = spec.fake_input(root, scale)
+  return _input(job, fake.input, fake.args, spec.options_for(fake.argv))
 
 
-def make_wikipedia(root: str, size: float) -> Input:
-  path = job_inputs.write_wikipedia(root, max(5, round(2500 * size)), 700)
-  return _input("wikipedia", path)
-
-
-def make_books(root: str, size: float) -> Input:
-  n = max(1, round(40 * size))
-  job_inputs.write_books(root, n, min(1.0, 40 * size / n))
-  return _input("books", os.path.join(root, "*.txt"))
-
-
-def make_triviaqa(root: str, size: float) -> Input:
-  from pipelines.datasets.triviaqa.dataset import TriviaQAOptions  # pylint: disable=g-import-not-at-top
-  wiki, web = max(1, round(160 * size)), max(1, round(100 * size))
-  job_inputs.write_triviaqa(root, wiki, web, min(1.0, max(size * 4, 0.05)))
-  evidence = os.path.join(root, "evidence")
-  return _input("triviaqa", os.path.join(root, "qa", "*-dev.json"), ["--evidence_dir", evidence],
-                TriviaQAOptions(evidence_dir=evidence))
-
-
-def make_narrativeqa(root: str, size: float) -> Input:
-  from pipelines.datasets.narrativeqa.dataset import NarrativeQAOptions  # pylint: disable=g-import-not-at-top
-  saved = job_inputs.NQA_QUESTIONS_PER_STORY
-  job_inputs.NQA_QUESTIONS_PER_STORY = NQA_QUESTIONS_PER_STORY
-  try:
-    n = max(1, round(8 * size))
-    job_inputs.write_narrativeqa(root, n, min(1.0, 8 * size / n))
-  finally:
-    job_inputs.NQA_QUESTIONS_PER_STORY = saved
-  return _input("narrativeqa", os.path.join(root, "qaps.csv"), ["--split", "test"],
-                NarrativeQAOptions(split="test"))
-
-
-def make_jsonl_qa(root: str, size: float) -> Input:
-  """HotpotQA questions as JSON lines (context inline, string answers); every fourth names a
-  ``context_file`` instead (under ``contexts/``)."""
-  from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
-  os.makedirs(os.path.join(root, "contexts"))
-  path = os.path.join(root, "examples.jsonl")
-  raw = synthetic_hotpotqa.make_questions(max(2, round(2500 * size)), seed=2, zipf_sentences=2)
-  with open(path, "w", encoding="utf-8") as f:
-    for i, q in enumerate(raw):
-      context = "\n\n".join(" ".join(sentences) for _, sentences in q["context"])
-      line = {"id": q["_id"], "question": q["question"], "answers": [q["answer"]],
-              "title": q["context"][0][0]}
-      if i % 4 == 3:
-        name = f"contexts/{i}.txt"
-        with open(os.path.join(root, name), "w", encoding="utf-8") as c:
-          c.write(context)
-        line["context_file"] = name
-      else:
-        line["context"] = context
-      f.write(json.dumps(line) + "\n")
-  return _input("jsonl_qa", path)
-
-
-MAKERS = {"hotpotqa": make_hotpotqa, "wikipedia": make_wikipedia, "books": make_books,
-          "triviaqa": make_triviaqa, "narrativeqa": make_narrativeqa, "jsonl_qa": make_jsonl_qa}
-TINY = 0.005  # of the larger input's size
+LARGE = 0.4  # the larger input's scale (--scale 1.0), as spec.fake_input counts it
+TINY = 0.005  # the tiny input's scale, of the larger one's
 
 
 def decompression_costs(mb: float = 16.0) -> Dict[str, float]:
@@ -167,7 +108,7 @@ def decompression_costs(mb: float = 16.0) -> Dict[str, float]:
   import bz2  # pylint: disable=g-import-not-at-top
   import gzip  # pylint: disable=g-import-not-at-top
   import lzma  # pylint: disable=g-import-not-at-top
-  prose = job_inputs.Prose(seed=9)
+  prose = Prose(seed=9)
   text = "\n\n".join(prose.paragraphs(int(mb * 1e6 / 7))).encode("utf-8")
   out = {}
   for kind, compress, decompress in (("gz", gzip.compress, gzip.decompress),
@@ -233,7 +174,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                                description=__doc__.split("\n")[0])
   ap.add_argument("--reps", type=int, default=5,
                   help="repetitions of each (tiny, larger) pair (default: %(default)s)")
-  ap.add_argument("--only", default=",".join(DATASETS),
+  ap.add_argument("--only", default=",".join(datasets.DATASETS),
                   help="comma-separated datasets (default: all)")
   ap.add_argument("--scale", type=float, default=1.0,
                   help="size of the larger inputs (1.0: ~10-20 s of CPU each on 2 cores) and of the "
@@ -245,9 +186,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
   ap.add_argument("--keep", action="store_true", help="keep the generated inputs")
   args = ap.parse_args(argv)
   jobs = [j.strip() for j in args.only.split(",") if j.strip()]
-  unknown = [j for j in jobs if j not in MAKERS]
+  unknown = [j for j in jobs if j not in datasets.DATASETS]
   if unknown or not jobs:
-    ap.error(f"--only: unknown dataset(s) {unknown}; choose from {', '.join(DATASETS)}")
+    ap.error(f"--only: unknown dataset(s) {unknown}; choose from "
+             f"{', '.join(datasets.DATASETS)}")
   common.check_pairs(ap, args.reps, 3)
   if args.scale <= 0:
     ap.error("--scale must be > 0")
@@ -262,10 +204,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     inputs = {}
     for job in jobs:
       inputs[job] = {}
-      for name, size in (("tiny", TINY * args.scale), ("large", args.scale)):
+      for name, scale in (("tiny", TINY * LARGE * args.scale), ("large", LARGE * args.scale)):
         root = os.path.join(tmp, f"{job}-{name}")
         created.append(root)
-        inputs[job][name] = MAKERS[job](root, size)
+        inputs[job][name] = make_input(job, root, scale)
       print(f"{job}: tiny {inputs[job]['tiny'].describe}; larger {inputs[job]['large'].describe}",
             flush=True)
     runs: Dict[str, List[Dict[str, float]]] = {j: [] for j in jobs}

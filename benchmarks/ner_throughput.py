@@ -4,7 +4,7 @@ realistic text and on dense generated text.
   python -m benchmarks.ner_throughput [--text both|realistic|dense] [--pages 600] [--pairs 5]
       [--mention_every 10] [--ruler_patterns 100000]
 
-Set-up (once): a generated Wikipedia dump (``synthetic.wikipedia``) goes through
+Set-up (once): a generated Wikipedia dump (``pipelines.datasets.wikipedia.fake_input``) goes through
 ``python -m pipelines wikipedia`` for its alias table and so for the EntityRuler's patterns.
 Two folders of books (one document per file, plain text) are made from it:
 
@@ -178,7 +178,7 @@ def _write_books(book_dir: str, texts: Sequence[str]) -> List[str]:
 def make_inputs(tmp: str, pages: int, which: Sequence[str], mention_every: int,
                 ruler_patterns: int) -> Tuple[str, Dict[str, Tuple[str, List[str]]]]:
   """(entities dir, {text kind: (books dir, book texts)})."""
-  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import fake_input as synth  # pylint: disable=g-import-not-at-top
   from pipelines import runner  # pylint: disable=g-import-not-at-top
   from pipelines.beam.annotate import most_linked_aliases  # pylint: disable=g-import-not-at-top
   from pipelines.entities import tables  # pylint: disable=g-import-not-at-top

@@ -4,8 +4,8 @@ r"""Peak memory of the whole HotpotQA job (``python -m pipelines hotpotqa``) by 
                                        [--seed 0] [--tmp_dir DIR] [--keep] [--interval 0.2]
 
 For each size, generates a HotpotQA-format JSON list with
-``synthetic.hotpotqa.make_questions(n, seed, zipf_sentences=2)`` (~5.9 KB of JSON per
-question, like real HotpotQA train's ~5.8 KB: 90,447 questions are ~540 MB), in a separate
+``pipelines.datasets.hotpotqa.fake_input.make_questions(n, seed, zipf_sentences=2)`` (~5.9 KB of
+JSON per question, like real HotpotQA train's ~5.8 KB: 90,447 questions are ~540 MB), in a separate
 interpreter so that the generator's memory is returned before anything is measured.  Files are
 cached in ``--tmp_dir`` by (questions, seed): a file already there is reused.  The default
 ``--tmp_dir`` is a fresh temporary directory, deleted at the end; with ``--tmp_dir`` given, the
@@ -65,7 +65,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 def generate(n: int, seed: int, path: str) -> None:
   """Writes ``make_questions(n, seed, zipf_sentences=2)`` as one JSON list, item by item."""
-  from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.hotpotqa import fake_input as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
   questions = synthetic_hotpotqa.make_questions(n, seed=seed, zipf_sentences=2)
   with open(path, "w", encoding="utf-8") as f:
     f.write("[")

@@ -4,8 +4,8 @@ r"""Peak memory of the read stage alone, by input size: it should not grow with 
                                    [--chunk_size 1048576]
 
 For each size, writes a HotpotQA-format JSON list of about that many MB (synthetic questions
-from ``synthetic.hotpotqa``, written streaming in batches, ids renumbered so they stay
-unique; deleted at the end).  Each measurement runs ``ReadJsonRecords`` into a fused
+from ``pipelines.datasets.hotpotqa.fake_input``, written streaming in batches, ids renumbered so
+they stay unique; deleted at the end).  Each measurement runs ``ReadJsonRecords`` into a fused
 ``Count.Globally`` (nothing else) on the in-process FnApiRunner in a fresh interpreter and
 reports that process's peak RSS (``getrusage(RUSAGE_SELF).ru_maxrss`` at its exit) and its RSS
 after imports and pipeline construction (the baseline), the records counted and the seconds.
@@ -42,7 +42,7 @@ def write_hotpotqa_list(path: str, size_bytes: int, seed: int = 0) -> int:
   A batch of questions is generated once and repeated with renumbered ``_id``s, so the file is
   written in constant memory whatever its size.
   """
-  from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.hotpotqa import fake_input as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
   batch = synthetic_hotpotqa.make_questions(_BATCH, seed=seed)
   n, written = 0, 0
   with open(path, "w", encoding="utf-8") as f:

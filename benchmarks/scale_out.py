@@ -5,10 +5,10 @@ three corpus sizes, with peak memory, CPU cost per MB and a Dataflow estimate.
                                  [--tmp_dir DIR] [--keep] [--interval 0.2]
 
 For each size (MB of input text: HotpotQA JSON, or Wikipedia article wikitext), a generated
-corpus (``synthetic.hotpotqa`` questions with Zipf words, ~5.9 KB of JSON per question like
-real HotpotQA; or a ``synthetic.wikipedia`` multistream dump), generated in a separate
-interpreter and cached in ``--tmp_dir``.  Then ``--runs`` interleaved pairs of the job as a user
-runs it,
+corpus (``pipelines.datasets.hotpotqa.fake_input`` questions with Zipf words, ~5.9 KB of JSON per
+question like real HotpotQA; or a ``pipelines.datasets.wikipedia.fake_input`` multistream dump),
+generated in a separate interpreter and cached in ``--tmp_dir``.  Then ``--runs`` interleaved pairs
+of the job as a user runs it,
 
   python -m pipelines <job> --input F --output_dir D --log_level WARNING              (in_memory)
   ... --direct_running_mode=multi_processing --direct_num_workers=2          (multi_processing)
@@ -83,7 +83,7 @@ FULL = {"hotpotqa": ("HotpotQA train", HOTPOTQA_TRAIN_MB),
 def generate(job: str, mb: float, path: str) -> Dict:
   """Writes a corpus of about ``mb`` MB of input text for ``job``; returns its size."""
   if job == "hotpotqa":
-    from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+    from pipelines.datasets.hotpotqa import fake_input as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
     n = max(1, round(mb * 1e6 / HOTPOTQA_JSON_BYTES_PER_QUESTION))
     questions = synthetic_hotpotqa.make_questions(n, seed=0, zipf_sentences=2)
     with open(path, "w", encoding="utf-8") as f:
@@ -92,7 +92,7 @@ def generate(job: str, mb: float, path: str) -> Dict:
         f.write((", " if i else "") + json.dumps(q))
       f.write("]")
     return {"documents": n, "text_mb": os.path.getsize(path) / 1e6}
-  from synthetic import wikipedia as synthetic_wikipedia  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import fake_input as synthetic_wikipedia  # pylint: disable=g-import-not-at-top
   articles, size = [0], [0]
 
   def counted(pages):

@@ -13,8 +13,8 @@ the tree is changed; no network):
 * Japanese-like text without spaces (~3k characters, ~5k tokens) at seq_length 256 and 512:
   window edges that fall inside a multi-byte character (decoding either side gives U+FFFD);
 * ``segment_document`` time on English-like text of ~5k tokens (the synthetic HotpotQA
-  paragraphs of ``synthetic.hotpotqa``), old and new interleaved, ``--repeats`` times
-  ``--calls`` calls each; min/median/max ms per call.  ``word_starts`` likewise.
+  paragraphs of ``pipelines.datasets.hotpotqa.fake_input``), old and new interleaved, ``--repeats``
+  times ``--calls`` calls each; min/median/max ms per call.  ``word_starts`` likewise.
 
 The last line is a JSON object: the new/old ratio of the median ``segment_document`` time.
 """
@@ -66,7 +66,7 @@ def load_old(ref: str, tmp: str):
 
 
 def english_text(tok, target_tokens: int) -> str:
-  from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.hotpotqa import fake_input as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
   paragraphs = []
   for q in synthetic_hotpotqa.make_questions(50, seed=0):
     for title, sentences in q["context"]:

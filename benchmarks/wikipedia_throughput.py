@@ -20,9 +20,9 @@ MB/s / bare MB/s; the figure is the median of the paired ratios (min and max bes
 printed: the tokenizer-only ratio (pipeline MB/s / ``encode_batch``-only MB/s, the same pairs'
 tokenizer times) and a cost estimate for English Wikipedia from the pipeline's rate.
 
-The default input is a generated multistream dump (``synthetic.wikipedia``: sections,
-links, redirects, templates, tables, refs, files, lists; Zipf words); ``--input`` takes a real
-dump or excerpt (its multistream index is used when it lies beside it).
+The default input is a generated multistream dump (``pipelines.datasets.wikipedia.fake_input``:
+sections, links, redirects, templates, tables, refs, files, lists; Zipf words); ``--input`` takes a
+real dump or excerpt (its multistream index is used when it lies beside it).
 Last line: JSON, target: median paired ratio >= 0.5.
 """
 
@@ -130,7 +130,7 @@ def main() -> None:
   with tempfile.TemporaryDirectory(prefix="wikipedia_throughput_") as tmp:
     path = args.input
     if path is None:
-      from synthetic import wikipedia as synthetic_wikipedia  # pylint: disable=g-import-not-at-top
+      from pipelines.datasets.wikipedia import fake_input as synthetic_wikipedia  # pylint: disable=g-import-not-at-top
       path = os.path.join(tmp, "synwiki-pages-articles-multistream.xml.bz2")
       synthetic_wikipedia.write_dump(
           synthetic_wikipedia.generate_pages(args.pages, seed=1,

@@ -4,10 +4,10 @@ r"""Wikitext parsers side by side, and what a faster cleaner could give the Wiki
                                          [--ceiling_pairs 3] [--scale 1.0]
 
 Part 1, parsers: every article (namespace 0, not a redirect) of a dump -- by default the
-generated multistream dump of ``benchmarks.all`` (``synthetic.job_inputs.write_wikipedia``:
-3,000 pages of ~700 Zipf words with links, templates, infoboxes, refs, tables, lists) -- is
-turned into text by each candidate, ``--rounds`` interleaved rounds (every candidate once per
-round, so drift hits all alike), in this process:
+generated multistream dump of ``benchmarks.all`` (the Wikipedia dataset's fake input,
+``pipelines.datasets.wikipedia.fake_input``: 3,000 pages of ~700 Zipf words with links, templates,
+infoboxes, refs, tables, lists) -- is turned into text by each candidate, ``--rounds`` interleaved
+rounds (every candidate once per round, so drift hits all alike), in this process:
 
 * ``readtwice clean()``: :func:`pipelines.text.wikitext.clean` (text, links with spans,
   paragraphs, templates, categories: what the job uses);
@@ -191,15 +191,16 @@ def ceiling(tmp: str, pairs: int, scale: float) -> Dict[str, List[float]]:
   from benchmarks import all as all_bench  # pylint: disable=g-import-not-at-top
   from benchmarks.hotpotqa_throughput import docs_per_encode_call  # pylint: disable=g-import-not-at-top
   from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
-  job = all_bench.make_wikipedia(os.path.join(tmp, "in"), scale,
-                                 docs_per_encode_call(RecordsConfig()))
+  job = all_bench.make_job("wikipedia", os.path.join(tmp, "in"), scale,
+                           docs_per_encode_call(RecordsConfig()))
+  input_pattern = job.argv[job.argv.index("--input") + 1]
   calls = os.path.join(tmp, "calls.pickle")
   with open(calls, "wb") as f:
     pickle.dump(job.calls, f)
   outcomes, out = os.path.join(tmp, "outcomes.pickle"), os.path.join(tmp, "out")
 
   def run(mode: str) -> float:
-    r = common.child_run("benchmarks.wikitext_parsers", [mode, job.input_pattern, out, outcomes],
+    r = common.child_run("benchmarks.wikitext_parsers", [mode, input_pattern, out, outcomes],
                          out, ROOT)
     if r["counts"]["written"] != job.documents:
       raise SystemExit(f"the {mode} run wrote {r['counts']['written']} of {job.documents}")
@@ -236,10 +237,9 @@ def main() -> None:
   with tempfile.TemporaryDirectory(prefix="wikitext_parsers_") as tmp:
     path = args.input
     if path is None:
-      from synthetic import job_inputs  # pylint: disable=g-import-not-at-top
-      from benchmarks import all as all_bench  # pylint: disable=g-import-not-at-top
-      path = job_inputs.write_wikipedia(os.path.join(tmp, "parsers"), args.pages,
-                                        all_bench.WIKIPEDIA_WORDS_PER_PAGE)
+      from pipelines.datasets.wikipedia import fake_input  # pylint: disable=g-import-not-at-top
+      path = fake_input.write_multistream(os.path.join(tmp, "parsers"), args.pages,
+                                          fake_input.WORDS_PER_PAGE)
     elif not os.path.isfile(path):
       ap.error(f"--input {path!r} does not exist")
     pages = articles(path)

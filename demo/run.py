@@ -28,7 +28,7 @@ import time
 from typing import Dict, List
 
 from schemas import records_dir as records_dir_lib
-from synthetic import hotpotqa as synthetic_hotpotqa
+from pipelines.datasets.hotpotqa import fake_input as synthetic_hotpotqa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -29,7 +29,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import pytest
 
-from synthetic import wikipedia as synth
+from pipelines.datasets.wikipedia import fake_input as synth
 from schemas import manifest as manifest_schema
 from pipelines import runner
 from tests.pipelines.helpers import PARIS, hotpot_record, write_json

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from schemas import cli
-from synthetic import hotpotqa as synth
+from pipelines.datasets.hotpotqa import fake_input as synth
 from tests import REPO_ROOT
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO_ROOT))

@@ -2,11 +2,11 @@
 the job ``$READTWICE_JOB`` names).
 
 The Flex Template launcher runs ``python /template/launch.py --name=value ...`` with the
-template's parameters (the job's own flags, see ``templates/<job>.json``) and Dataflow's pipeline
-options (``--runner``, ``--project``, ``--region``, ``--temp_location``, ...).  This runs the
-job's real command line (``pipelines.runner.dataset_main``, as ``python -m pipelines <job>``
-does: the same flags, checks, logging and one-line errors) with three differences that a launch
-from a template needs:
+template's parameters (the job's own flags, as ``make_templates.py`` writes them into the
+template's metadata) and Dataflow's pipeline options (``--runner``, ``--project``,
+``--region``, ``--temp_location``, ...).  This runs the job's real command line
+(``pipelines.runner.dataset_main``, as ``python -m pipelines <job>`` does: the same flags, checks,
+logging and one-line errors) with three differences that a launch from a template needs:
 
 * Boolean flags arrive as ``--overwrite=true`` / ``--overwrite=false`` (a template parameter
   always has a value); they become ``--overwrite`` / ``--nooverwrite``.  Any other value is a

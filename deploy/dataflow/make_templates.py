@@ -1,17 +1,20 @@
-"""Writes ``deploy/dataflow/templates/<job>.json``: the Flex Template metadata of every pipeline,
-generated from the job's real command-line parser so that the parameters cannot drift from the
-flags.
+"""Writes the Flex Template metadata of every deployed pipeline (``pipelines.JOBS``, the registry's
+deployed datasets), generated from the job's real command-line parser so that the parameters
+cannot drift from the flags.  Nothing is committed: the build generates them
+(deploy/dataflow/cloudbuild.yaml, docs/dataflow.md).
 
-  python deploy/dataflow/make_templates.py           # (re)write the files, one per job
-  python deploy/dataflow/make_templates.py --check   # exit 1 naming each file that differs
+  python deploy/dataflow/make_templates.py --out_dir DIR   # DIR/<job>.json and DIR/jobs.txt
+
+``DIR/jobs.txt`` names the jobs, one a line (``deploy/dataflow/register_templates.sh DIR ...``
+registers one template per line with ``gcloud dataflow flex-template build --metadata-file
+DIR/<job>.json``).
 
 The parser is the one ``python -m pipelines <job>`` builds (``pipelines.runner.dataset_main``,
 through ``job_main``: the shared flags plus the job's own), taken just before it parses
 anything.  Each visible flag is one
 parameter (``--noname`` spellings are the same parameter's ``false``); Beam's pipeline options
 are not parameters: Dataflow passes them itself (``gcloud dataflow flex-template run
---parameters sdk_container_image=...,resource_hints=...`` also reaches them).  ``gcloud dataflow
-flex-template build --metadata-file`` reads these files.
+--parameters sdk_container_image=...,resource_hints=...`` also reaches them).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-TEMPLATES = os.path.join(HERE, "templates")
+JOBS_FILE = "jobs.txt"  # in --out_dir: the jobs, one a line
 
 # Flags naming files or folders: on Dataflow they must be Cloud Storage paths (the launcher VM
 # and the workers share nothing else).
@@ -143,38 +146,36 @@ def render(job: str) -> str:
   return json.dumps(metadata(job), indent=2, ensure_ascii=False) + "\n"
 
 
-def template_path(job: str) -> str:
-  return os.path.join(TEMPLATES, f"{job}.json")
-
-
-def main(argv: Optional[Sequence[str]] = None) -> int:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-  ap.add_argument("--check", action="store_true",
-                  help="write nothing; exit 1 if a committed template differs")
-  args = ap.parse_args(argv)
+def write_templates(out_dir: str) -> List[str]:
+  """Writes ``out_dir/<job>.json`` for every job of ``pipelines.JOBS`` and ``out_dir/jobs.txt``
+  (the jobs, one a line, in registry order); returns the jobs."""
   if REPO not in sys.path:
     sys.path.insert(0, REPO)
   from pipelines import JOBS  # pylint: disable=g-import-not-at-top
-  stale = []
-  for job in JOBS:
-    text, path = render(job), template_path(job)
-    try:
-      with open(path, encoding="utf-8") as f:
-        current: Optional[str] = f.read()
-    except FileNotFoundError:
-      current = None
-    if current == text:
-      continue
-    stale.append(os.path.relpath(path, REPO))
-    if not args.check:
-      os.makedirs(TEMPLATES, exist_ok=True)
-      with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-  if args.check and stale:
-    print("out of date (run python deploy/dataflow/make_templates.py): " + ", ".join(stale),
-          file=sys.stderr)
-    return 1
-  print(("wrote " + ", ".join(stale)) if stale and not args.check else "templates up to date")
+  jobs = list(JOBS)
+  texts = {job: render(job) for job in jobs}  # every parser first: no partial folder on error
+  os.makedirs(out_dir, exist_ok=True)
+  for job, text in texts.items():
+    with open(os.path.join(out_dir, f"{job}.json"), "w", encoding="utf-8") as f:
+      f.write(text)
+  with open(os.path.join(out_dir, JOBS_FILE), "w", encoding="utf-8") as f:
+    f.write("".join(f"{job}\n" for job in jobs))
+  return jobs
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  ap = argparse.ArgumentParser(prog="make_templates.py",
+                               description=__doc__.split("\n\n")[0])
+  ap.add_argument("--out_dir", required=True,
+                  help="folder to write <job>.json (one per job of pipelines.JOBS) and "
+                       f"{JOBS_FILE} into (created if missing)")
+  argv = sys.argv[1:] if argv is None else list(argv)
+  if "--check" in argv:  # the committed folder it compared is gone
+    ap.error("--check is gone: the templates are generated at build time, not committed "
+             "(--out_dir DIR writes them)")
+  args = ap.parse_args(argv)
+  jobs = write_templates(args.out_dir)
+  print(f"wrote {len(jobs)} templates to {args.out_dir}: {' '.join(jobs)}")
   return 0
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 # The registered datasets, in the order ``python -m pipelines --help`` lists them: one line each.
 DATASETS = (
@@ -27,6 +27,21 @@ DATASETS = (
 
 
 @dataclasses.dataclass(frozen=True)
+class FakeInput:
+  """A generated input of a dataset in its official layout, which the spec's
+  ``fake_input(root, scale)`` writes under ``root``: the command-line arguments that read it
+  (``argv``; :meth:`DatasetSpec.options_for` gives the dataset's options object for them).  Scale
+  1.0 is an input that one local run takes ~10-30 s of on 2 cores (``python -m benchmarks all``'s
+  default); smaller scales write fewer documents, and below one document shorter ones."""
+  input: str                   # --input: the file or glob
+  args: Tuple[str, ...] = ()   # the job's other flags that it needs (e.g. --evidence_dir D)
+
+  @property
+  def argv(self) -> List[str]:
+    return ["--input", self.input, *self.args]
+
+
+@dataclasses.dataclass(frozen=True)
 class DatasetSpec:
   """What the generic job needs to know of a dataset.
 
@@ -37,7 +52,9 @@ class DatasetSpec:
   dataset's own flags to an argparse group; ``options_from_args(args)`` turns them into the
   options object (a ValueError is a usage error), which is recorded in the manifest's config
   (``describe()``, or its dataclass fields).  ``cost`` is what ``--estimate`` knows of the job
-  (the folder's ``cost.py``).
+  (the folder's ``cost.py``).  ``fake_input(root, scale)`` writes a generated input and returns
+  its :class:`FakeInput` (the folder's ``fake_input.py``): what the benchmarks and the estimate's
+  calibration run the job on; :meth:`options_for` gives the options of its arguments.
   """
   name: str
   description: str  # --help's description; its first line is the one-line summary
@@ -52,10 +69,23 @@ class DatasetSpec:
   # of work is, side inputs, words per MB), from the folder's cost.py; None: the estimate uses
   # the dearest measured dataset's cost and says so.
   cost: Any = None
+  fake_input: Optional[Callable[[str, float], FakeInput]] = None
 
   @property
   def model_task(self) -> str:
     return self.task or self.name
+
+  def options_for(self, argv: Sequence[str]) -> Any:
+    """The options object ``python -m pipelines <name> ARGV`` builds from the dataset's own flags
+    in ``argv`` (the others are left alone); None for a dataset without options."""
+    if self.options_from_args is None:
+      return None
+    from schemas import cli  # pylint: disable=g-import-not-at-top
+    parser = cli.Parser(f"pipelines {self.name}", self.summary, self.example)
+    if self.add_flags is not None:
+      self.add_flags(parser.add_argument_group(f"{self.name} settings"))
+    args, _ = parser.parse_known_args(list(argv))
+    return self.options_from_args(args)
 
   @property
   def summary(self) -> str:

@@ -8,7 +8,7 @@ import os
 import random
 from typing import Dict, Iterable, Sequence
 
-from synthetic import wikipedia as synth
+from pipelines.datasets.wikipedia import fake_input as synth
 from synthetic.long_range_qa.chance import chance_report
 from synthetic.long_range_qa.documents import SPLITS, LongRangeDoc, Params
 from synthetic.long_range_qa.names import Filler

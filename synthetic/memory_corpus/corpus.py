@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from synthetic import wikipedia as synth
+from pipelines.datasets.wikipedia import fake_input as synth
 from synthetic.memory_corpus.pools import (
     DESCRIPTORS, FEMALE, FILLER, MALE, OCCUPATIONS, ORG_DESCRIPTORS, ORG_EVENTS, ORG_KINDS,
     ORG_ROLES, PERSON_EVENTS, PLACE_EVENTS, PLACE_HEADS, PLACE_KINDS, PLACE_REGIONS, PLACE_ROLES,

@@ -1,9 +1,10 @@
 """Offline checks of the Dataflow deployment (deploy/dataflow/, docs/dataflow.md "Running the
 pipelines on Dataflow"); nothing here talks to Google Cloud or builds an image.
 
-* Each Flex Template (``deploy/dataflow/templates/<job>.json``) has exactly the flags its
-  pipeline defines (read from the job's ``--help`` and its real parser), typed, required and
-  defaulted as the flags are, and the committed files are what ``make_templates.py`` generates.
+* Each Flex Template's metadata (``make_templates.py --out_dir DIR`` writes ``DIR/<job>.json``
+  at build time for every job of ``pipelines.JOBS``; nothing is committed) has exactly the flags
+  its pipeline defines (read from the job's ``--help`` and its real parser), typed, required and
+  defaulted as the flags are.
 * Each pipeline's job graph builds for the DataflowRunner without submitting: the real
   ``python -m pipelines <job>`` path and the Flex Template launcher's path, with Beam's
   ``dry_run`` test option (the runner translates the graph and stops before staging or
@@ -12,8 +13,12 @@ pipelines on Dataflow"); nothing here talks to Google Cloud or builds an image.
 * The Dockerfile is Beam's Python 3.11 SDK image at the pinned Beam version and installs the
   ``pipeline`` extra at the requirements.txt pins, without TensorFlow; its launcher stage takes
   its job from the registry (``pipelines.JOBS``) and runs it through the one entry point
-  ``launch.py``; the Cloud Build config, worker requirements file and the commands of
-  docs/dataflow.md agree with the templates.
+  ``launch.py``; the worker requirements file is the ``pipeline`` extra at the pins.
+* The deployment names no dataset: Cloud Build (cloudbuild.yaml) runs ``build_images.sh``, which
+  builds one launcher per job the built worker image's registry lists, and
+  ``register_templates.sh``, which registers one template per job ``make_templates.py`` wrote;
+  the scripts run here with a fake ``docker`` and ``gcloud`` (as Cloud Build would run the
+  steps), and the commands of docs/dataflow.md call them and parse.
 
 Negative cases show that each check fails on what it is meant to catch.
 """
@@ -21,6 +26,7 @@ Negative cases show that each check fails on what it is meant to catch.
 import argparse
 import ast
 import contextlib
+import functools
 import glob
 import importlib
 import importlib.util
@@ -41,7 +47,7 @@ from tests import REPO_ROOT
 
 REPO = str(REPO_ROOT)
 DEPLOY = os.path.join(REPO, "deploy", "dataflow")
-JOBS = ("hotpotqa", "wikipedia", "books", "triviaqa", "narrativeqa")
+JOBS = tuple(pipelines.JOBS)  # the deployed datasets: the registry is the only list
 DOC = os.path.join("docs", "dataflow.md")  # the page the deployment is documented in
 SECTION = "# Running the pipelines on Dataflow"
 IMAGE = "us-central1-docker.pkg.dev/fake-project/readtwice/dataflow"
@@ -75,8 +81,14 @@ def read(path: str) -> str:
     return f.read()
 
 
+@functools.lru_cache(maxsize=None)
+def _rendered(job: str) -> str:
+  return make_templates.render(job)
+
+
 def template(job: str) -> Dict:
-  return json.loads(read(make_templates.template_path(job)))
+  """The Flex Template metadata of ``job``, as the build generates it (a fresh copy)."""
+  return json.loads(_rendered(job))
 
 
 pytestmark = pytest.mark.usefixtures("restore_logging")  # tests/conftest.py
@@ -85,11 +97,14 @@ pytestmark = pytest.mark.usefixtures("restore_logging")  # tests/conftest.py
 # --- the jobs ---------------------------------------------------------------------------------
 
 def test_every_deployed_dataset_is_deployed():
-  """Every deployed dataset of the registry (``pipelines.JOBS``) has a template (and a Cloud
-  Build step, below); all of them run through the one entry point ``launch.py`` and the generic
-  ``python -m pipelines <dataset>``: no per-dataset launcher script or pipelines module."""
-  assert tuple(pipelines.JOBS) == JOBS  # what the launcher, templates and image check use
-  assert sorted(os.listdir(make_templates.TEMPLATES)) == sorted(f"{j}.json" for j in JOBS)
+  """The deployed datasets are the registry's (``pipelines.JOBS``), which the build reads (the
+  templates are generated then, none is committed); all of them run through the one entry point
+  ``launch.py`` and the generic ``python -m pipelines <dataset>``: no per-dataset launcher
+  script or pipelines module."""
+  from pipelines import datasets  # pylint: disable=g-import-not-at-top
+  assert JOBS and set(JOBS) <= set(datasets.DATASETS)
+  assert "jsonl_qa" in datasets.DATASETS and "jsonl_qa" not in JOBS  # registered, not deployed
+  assert not os.path.exists(os.path.join(DEPLOY, "templates"))
   assert sorted(n for n in os.listdir(DEPLOY) if n.startswith("launch")) == ["launch.py"]
   assert not [n for n in os.listdir(os.path.join(REPO, "pipelines")) if n[:-3] in JOBS]
 
@@ -220,22 +235,31 @@ def test_template_check_catches_an_extra_a_missing_or_a_mistyped_parameter():
   assert any(p.startswith("overwrite: paramType") for p in found)
 
 
-def test_committed_templates_are_the_generated_ones(tmp_path, monkeypatch, capsys):
+def test_make_templates_writes_every_job_and_the_job_list(tmp_path, capsys):
+  out = tmp_path / "templates"
+  assert make_templates.main(["--out_dir", str(out)]) == 0
+  assert sorted(os.listdir(out)) == sorted([f"{j}.json" for j in JOBS] + ["jobs.txt"])
+  assert (out / "jobs.txt").read_text(encoding="utf-8").splitlines() == list(JOBS)
   for job in JOBS:
-    assert read(make_templates.template_path(job)) == make_templates.render(job), (
-        f"{job}.json is out of date: run python deploy/dataflow/make_templates.py")
-  # --check notices a stale file and leaves it alone; writing repairs it.
-  for job in JOBS:
-    (tmp_path / f"{job}.json").write_text(make_templates.render(job), encoding="utf-8")
-  stale = template("books")
-  stale["parameters"].pop()
-  (tmp_path / "books.json").write_text(json.dumps(stale), encoding="utf-8")
-  monkeypatch.setattr(make_templates, "TEMPLATES", str(tmp_path))
-  assert make_templates.main(["--check"]) == 1
-  assert "books.json" in capsys.readouterr().err
-  assert json.loads((tmp_path / "books.json").read_text()) == stale
-  assert make_templates.main([]) == 0
-  assert make_templates.main(["--check"]) == 0
+    assert (out / f"{job}.json").read_text(encoding="utf-8") == _rendered(job)
+  assert capsys.readouterr().out.strip() == (f"wrote {len(JOBS)} templates to {out}: "
+                                             + " ".join(JOBS))
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "the following arguments are required: --out_dir"),
+    (["--check"], "--check is gone: the templates are generated at build time"),
+    (["--out_dir", "x", "--outdir", "y"], "unrecognized arguments: --outdir y"),
+])
+def test_make_templates_refuses_bad_flags(argv, message, tmp_path, monkeypatch, capsys):
+  monkeypatch.chdir(tmp_path)
+  with pytest.raises(SystemExit) as exit_info:
+    make_templates.main(argv)
+  assert exit_info.value.code == 2
+  err = capsys.readouterr().err.splitlines()
+  assert err[0].startswith("usage: ") and len(err) == 2
+  assert err[1].startswith("make_templates.py: error: " + message), err
+  assert os.listdir(tmp_path) == []  # nothing written
 
 
 PARAM_TYPES = {"TEXT", "BOOLEAN", "ENUM"}
@@ -273,48 +297,15 @@ def test_job_flags_do_not_hide_beam_options():
 
 # --- the job graph for the DataflowRunner ------------------------------------------------------
 
+# One job's graph also holds the annotation stage (spaCy's default model: no download).
+EXTRA_FLAGS = {"books": ["--ner", "spacy"]}
+
+
 def tiny_inputs(job: str, base: str) -> List[str]:
-  """A tiny input for ``job`` under ``base`` (graph construction only lists and stats files)
-  and the job flags that name it."""
-  os.makedirs(base, exist_ok=True)
-
-  def write(rel: str, text, mode: str = "w") -> str:
-    path = os.path.join(base, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as f:
-      f.write(text)
-    return path
-
-  if job == "hotpotqa":
-    record = {"_id": "q1", "question": "Which city hosts the Louvre?", "answer": "Paris",
-              "context": [["Paris", ["Paris hosts the Louvre."]]],
-              "supporting_facts": [["Paris", 0]], "type": "bridge", "level": "easy"}
-    return ["--input", write("hotpot.json", json.dumps([record]))]
-  if job == "wikipedia":
-    import bz2  # pylint: disable=g-import-not-at-top
-    xml = (b"<mediawiki><page><title>Paris</title><ns>0</ns><id>1</id><revision><id>2</id>"
-           b"<text>'''Paris''' is in [[France]].</text></revision></page></mediawiki>")
-    return ["--input", write("tiny-pages-articles.xml.bz2", bz2.compress(xml), "wb")]
-  if job == "books":
-    return ["--input", write("books/one.txt", "Call me Ishmael. Some years ago.\n"),
-            "--ner", "spacy"]
-  if job == "triviaqa":
-    write("evidence/wikipedia/Paris.txt", "Paris hosts the Louvre.")
-    question = {"Question": "Which city hosts the Louvre?", "QuestionId": "tq1",
-                "Answer": {"Value": "Paris", "Aliases": ["Paris"]},
-                "EntityPages": [{"Filename": "Paris.txt", "Title": "Paris"}]}
-    qa = write("qa/wikipedia-dev.json", json.dumps({"Data": [question], "Domain": "Wikipedia"}))
-    return ["--input", qa, "--evidence_dir", os.path.join(base, "evidence")]
-  if job == "narrativeqa":
-    story = "0" * 40
-    qaps = write("qaps.csv", "document_id,set,question,answer1,answer2,question_tokenized,"
-                 f"answer1_tokenized,answer2_tokenized\n{story},test,Who?,Him,He,Who ?,Him,He\n")
-    write("documents.csv", "document_id,set,kind,story_url,story_file_size,wiki_url,"
-          f"wiki_title,story_word_count,story_start,story_end\n{story},test,gutenberg,u,1,w,T,"
-          "3,Once,end\n")
-    write(f"tmp/{story}.content", "Once upon a time . The end")
-    return ["--input", qaps, "--split", "test"]
-  raise ValueError(job)
+  """A tiny input for ``job`` under ``base`` (its spec's fake input: graph construction only
+  lists and stats files) and the job flags that name it."""
+  from pipelines import datasets  # pylint: disable=g-import-not-at-top
+  return datasets.get(job).fake_input(base, 0.0001).argv + EXTRA_FLAGS.get(job, [])
 
 
 class _Built(Exception):
@@ -646,30 +637,362 @@ def test_dockerfile_copies_only_what_exists_and_the_context_keeps(monkeypatch):
     assert "tensorflow is installed: the pipeline image must be TF-free" in check_image.problems()
 
 
-def test_cloud_build_builds_the_worker_and_every_launcher():
-  config = yaml.safe_load(read(os.path.join(DEPLOY, "cloudbuild.yaml")))
-  dockerfile = read(os.path.join(DEPLOY, "Dockerfile"))
-  stages = set(re.findall(r"^FROM\s+\S+\s+AS\s+(\S+)", dockerfile, re.M))
-  args_of = {s["id"]: s["args"] for s in config["steps"]}
-  assert set(args_of) == {"worker"} | {f"launcher-{j}" for j in JOBS}
-  tags = []
-  for step_id, args in args_of.items():
-    assert args[:3] == ["build", "-f", "deploy/dataflow/Dockerfile"] and args[-1] == "."
-    target = args[args.index("--target") + 1]
-    assert target in stages
-    build_args = dict(a.split("=", 1) for a in args[1:] if "=" in a)
-    tags.append(args[args.index("-t") + 1])
-    if step_id == "worker":
-      assert target == "worker" and tags[-1] == "${_IMAGE}:${_TAG}"
-    else:
-      job = step_id.split("-", 1)[1]
-      assert target == "launcher" and build_args["JOB"] == job
-      assert build_args["SDK_CONTAINER_IMAGE"] == "${_IMAGE}:${_TAG}"
-      assert tags[-1] == f"${{_IMAGE}}:${{_TAG}}-{job}"
-  assert sorted(config["images"]) == sorted(tags)
-  used = set(re.findall(r"\$\{(_[A-Z_]+)\}", read(os.path.join(DEPLOY, "cloudbuild.yaml"))))
-  assert used <= set(config["substitutions"])
+# --- Cloud Build and the build scripts: derived from the registry -------------------------------
 
+CLOUDBUILD = os.path.join(DEPLOY, "cloudbuild.yaml")
+BUILD_IMAGES = os.path.join(DEPLOY, "build_images.sh")
+REGISTER_TEMPLATES = os.path.join(DEPLOY, "register_templates.sh")
+DOCKER_BUILDER = "gcr.io/cloud-builders/docker"
+CLOUD_SDK = "gcr.io/google.com/cloudsdktool/cloud-sdk"
+SUBSTITUTIONS = {"_IMAGE": IMAGE, "_TAG": "0123abc", "_BUCKET": "fake-bucket",
+                 "_REVISION": "f" * 40, "_SPACY_MODEL_PACKAGE": "", "_SPACY_MODEL": ""}
+
+
+def _dataset_names() -> List[str]:
+  from pipelines import datasets  # pylint: disable=g-import-not-at-top
+  return list(datasets.DATASETS)
+
+
+def _step_text(step: Dict) -> str:
+  return " ".join([step.get("name", ""), step.get("entrypoint", "")] + list(step.get("env", []))
+                  + list(step.get("args", [])))
+
+
+def cloudbuild_problems(text: str) -> List[str]:
+  """What keeps ``text`` (a cloudbuild.yaml) from building every job the registry deploys
+  without naming one: the worker and launchers through build_images.sh, the metadata through
+  make_templates.py in the worker image, the templates through register_templates.sh."""
+  problems = []
+  config = yaml.safe_load(text)
+  steps = config.get("steps", [])
+  named = [n for n in _dataset_names() if n in text]
+  if named:
+    problems.append(f"names datasets ({', '.join(named)}): the registry is the list")
+  by_id = {s.get("id"): s for s in steps}
+  if [s.get("id") for s in steps] != ["images", "metadata", "templates"]:
+    problems.append(f"steps {[s.get('id') for s in steps]}, not images, metadata, templates")
+  images = by_id.get("images", {})
+  if (images.get("name"), images.get("entrypoint")) != (DOCKER_BUILDER, "bash") or \
+      images.get("args") != ["deploy/dataflow/build_images.sh", "${_IMAGE}", "${_TAG}",
+                             "--push"]:
+    problems.append("the images step does not run build_images.sh ${_IMAGE} ${_TAG} --push in "
+                    "the docker builder")
+  env = dict(e.split("=", 1) for e in images.get("env", []))
+  if env != {"REVISION": "${_REVISION}", "SPACY_MODEL_PACKAGE": "${_SPACY_MODEL_PACKAGE}",
+             "SPACY_MODEL": "${_SPACY_MODEL}"}:
+    problems.append(f"the images step passes the build arguments {env}")
+  meta = by_id.get("metadata", {})
+  if (meta.get("name"), meta.get("entrypoint")) != ("${_IMAGE}:${_TAG}", "python") or \
+      meta.get("args", [])[:2] != ["deploy/dataflow/make_templates.py", "--out_dir"]:
+    problems.append("the metadata step does not run make_templates.py --out_dir in the worker "
+                    "image")
+  templates = by_id.get("templates", {})
+  script = " ".join(templates.get("args", []))
+  out_dir = (meta.get("args") or [""])[-1]
+  if (templates.get("name"), templates.get("entrypoint")) != (CLOUD_SDK, "bash") or \
+      f"deploy/dataflow/register_templates.sh {out_dir} " not in script:
+    problems.append("the templates step does not run register_templates.sh on the metadata "
+                    "step's folder in the Cloud SDK image")
+  if config.get("images") != ["${_IMAGE}:${_TAG}"]:
+    problems.append(f"images: {config.get('images')} (the script pushes the launchers)")
+  steps_text = " ".join(_step_text(s) for s in steps) + " " + " ".join(config.get("images", []))
+  used = set(re.findall(r"\$\{(_[A-Z_]+)\}", steps_text))
+  declared = set(config.get("substitutions", {}))
+  if used != declared:  # Cloud Build refuses an unknown one, and one given but unused
+    problems.append(f"substitutions used {sorted(used)}, declared {sorted(declared)}")
+  bare = re.sub(r"\$\$|\$\{_[A-Z_]+\}", "", steps_text)
+  if "$" in bare:
+    problems.append("a shell $ that is not $$: Cloud Build would take it for a substitution")
+  return problems
+
+
+def test_cloud_build_builds_from_the_registry_and_names_no_dataset():
+  text = read(CLOUDBUILD)
+  assert cloudbuild_problems(text) == []
+  # Each mistake is caught: a hand-listed launcher step, a hand-listed image, a lost --push, a
+  # shell variable Cloud Build would substitute, an undeclared substitution.
+  job = JOBS[0]
+  step = (f"- id: launcher-{job}\n  name: {DOCKER_BUILDER}\n  args: [build, --target, launcher,"
+          f" --build-arg, JOB={job}, -t, '${{_IMAGE}}:${{_TAG}}-{job}', .]\nimages:")
+  assert cloudbuild_problems(text.replace("images:\n- '", step + "\n- '"))
+  assert cloudbuild_problems(text + f"- '${{_IMAGE}}:${{_TAG}}-{job}'\n")
+  assert cloudbuild_problems(text.replace("'${_TAG}', '--push'", "'${_TAG}'"))
+  assert cloudbuild_problems(text.replace('"$$BUCKET"', '"$BUCKET"'))
+  assert cloudbuild_problems(text.replace("  _TAG: latest\n", ""))
+  assert cloudbuild_problems(text.replace("--out_dir', 'build/dataflow-templates'",
+                                          "--out_dir', 'build/other'"))
+
+
+def test_dockerfile_and_scripts_name_no_dataset():
+  for path in (BUILD_IMAGES, REGISTER_TEMPLATES, os.path.join(DEPLOY, "Dockerfile")):
+    text = read(path)
+    assert not [n for n in _dataset_names() if n in text], path
+
+
+def _fake_tools(tmp_path) -> Tuple[Dict[str, str], str]:
+  """``docker`` and ``gcloud`` stubs first on PATH, logging each call's argv (a JSON list a
+  line, the tool first) to the returned log; ``docker run ... -c PROGRAM`` runs PROGRAM with
+  this checkout importable (the registry as the image holds it), or prints $FAKE_JOBS if set;
+  a call with an argument equal to $FAKE_FAIL fails."""
+  bin_dir = tmp_path / "bin"
+  bin_dir.mkdir(exist_ok=True)
+  log = str(tmp_path / "calls.jsonl")
+  stub = f"""#!{sys.executable}
+import json, os, subprocess, sys
+tool, argv = os.path.basename(sys.argv[0]), sys.argv[1:]
+with open({log!r}, "a", encoding="utf-8") as f:
+  f.write(json.dumps([tool] + argv) + "\\n")
+if os.environ.get("FAKE_FAIL") in argv:
+  sys.exit(f"fake {{tool}}: failing")
+if tool == "docker" and argv[:1] == ["run"]:
+  if "FAKE_JOBS" in os.environ:
+    print(os.environ["FAKE_JOBS"])
+    sys.exit(0)
+  program = argv[argv.index("-c") + 1]
+  env = dict(os.environ, PYTHONPATH={REPO!r})
+  sys.exit(subprocess.run([sys.executable, "-c", program], env=env).returncode)
+"""
+  for tool in ("docker", "gcloud"):
+    (bin_dir / tool).write_text(stub, encoding="utf-8")
+    (bin_dir / tool).chmod(0o755)
+  env = {k: v for k, v in os.environ.items()
+         if k not in ("FAKE_JOBS", "FAKE_FAIL", "REVISION", "SPACY_MODEL_PACKAGE",
+                      "SPACY_MODEL", "PYTHONPATH")}
+  env["PATH"] = str(bin_dir) + os.pathsep + env.get("PATH", "")
+  return env, log
+
+
+def _calls(log: str) -> List[List[str]]:
+  if not os.path.exists(log):
+    return []
+  return [json.loads(line) for line in read(log).splitlines()]
+
+
+def _bash(argv: Sequence[str], env: Dict[str, str], cwd: str = REPO,
+          extra_env: Dict[str, str] = None) -> subprocess.CompletedProcess:
+  return subprocess.run(["bash", *argv], cwd=cwd, env=dict(env, **(extra_env or {})),
+                        capture_output=True, text=True, timeout=300)
+
+
+def built_images(calls: List[List[str]]) -> Dict[str, Dict]:
+  """``docker build`` calls by tag: target and build arguments (the rest checked to be the
+  Dockerfile and the repository as the context)."""
+  builds = {}
+  for call in calls:
+    if call[:2] != ["docker", "build"]:
+      continue
+    argv = call[2:]
+    assert argv[:2] == ["-f", "deploy/dataflow/Dockerfile"] and argv[-1] == ".", argv
+    args = dict(a.split("=", 1) for a in options_of(argv, "--build-arg"))
+    tag, = options_of(argv, "-t")
+    target, = options_of(argv, "--target")
+    builds[tag] = {"target": target, "args": args}
+  return builds
+
+
+def test_dataflow_scripts_are_valid_bash():
+  for path in (BUILD_IMAGES, REGISTER_TEMPLATES):
+    proc = subprocess.run(["bash", "-n", path], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert read(path).startswith("#!/usr/bin/env bash\n") and "\nset -euo pipefail\n" in read(path)
+    assert os.access(path, os.X_OK), f"{path} is not executable"
+
+
+@pytest.mark.parametrize("push", [True, False])
+def test_build_images_builds_one_launcher_per_job_of_the_image(push, tmp_path):
+  env, log = _fake_tools(tmp_path)
+  worker = f"{IMAGE}:0123abc"
+  proc = _bash([BUILD_IMAGES, IMAGE, "0123abc"] + (["--push"] if push else []), env,
+               cwd=str(tmp_path), extra_env={"REVISION": "f" * 40,
+                                             "SPACY_MODEL": "en_core_web_sm"})
+  assert proc.returncode == 0, proc.stderr
+  calls = _calls(log)
+  run, = [c for c in calls if c[:2] == ["docker", "run"]]
+  assert run[1:6] == ["run", "--rm", "--entrypoint", "python", worker] and run[6] == "-c"
+  builds = built_images(calls)
+  assert list(builds) == [worker] + [f"{worker}-{j}" for j in JOBS]
+  common = {"REVISION": "f" * 40, "SPACY_MODEL_PACKAGE": "", "SPACY_MODEL": "en_core_web_sm"}
+  assert builds[worker] == {"target": "worker", "args": common}
+  for job in JOBS:
+    assert builds[f"{worker}-{job}"] == {
+        "target": "launcher", "args": dict(common, JOB=job, SDK_CONTAINER_IMAGE=worker)}
+  # The worker is built before the image is asked for its jobs, the launchers after.
+  kinds = [c[1] for c in calls]
+  assert kinds[:2] == ["build", "run"] and kinds[2:2 + len(JOBS)] == ["build"] * len(JOBS)
+  pushes = [c[2] for c in calls if c[:2] == ["docker", "push"]]
+  assert pushes == ([worker] + [f"{worker}-{j}" for j in JOBS] if push else [])
+  assert proc.stderr.splitlines()[-1].endswith("<job> in: " + " ".join(JOBS))
+
+
+def test_build_images_follows_the_image_not_a_list(tmp_path):
+  """The launchers are the jobs the built worker image lists: a registry with other jobs builds
+  those; one listing none, or not a name, fails before any launcher."""
+  env, log = _fake_tools(tmp_path)
+  proc = _bash([BUILD_IMAGES, IMAGE, "t1", "--push"], env, extra_env={"FAKE_JOBS": "alpha beta_2"})
+  assert proc.returncode == 0, proc.stderr
+  assert list(built_images(_calls(log))) == [f"{IMAGE}:t1", f"{IMAGE}:t1-alpha",
+                                             f"{IMAGE}:t1-beta_2"]
+  for listed, message in [("", "deploys no job"), ("books;rm", "lists the job 'books;rm'")]:
+    os.remove(log)
+    proc = _bash([BUILD_IMAGES, IMAGE, "t1", "--push"], env, extra_env={"FAKE_JOBS": listed})
+    assert proc.returncode == 1 and proc.stderr.splitlines()[-1].startswith(
+        "build_images.sh: error: the worker image") and message in proc.stderr, proc.stderr
+    assert [c[1] for c in _calls(log)] == ["build", "run"]  # no launcher, no push
+
+
+def test_build_images_stops_at_a_failed_build(tmp_path):
+  env, log = _fake_tools(tmp_path)
+  proc = _bash([BUILD_IMAGES, IMAGE, "t1", "--push"], env,
+               extra_env={"FAKE_FAIL": f"JOB={JOBS[0]}"})
+  assert proc.returncode != 0
+  calls = _calls(log)
+  assert calls[-1][-1] == "." and f"JOB={JOBS[0]}" in calls[-1]  # nothing after the failure
+  assert not [c for c in calls if c[1] == "push"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "expected IMAGE and TAG, got 0 argument(s)"),
+    ([IMAGE], "expected IMAGE and TAG, got 1 argument(s)"),
+    ([IMAGE, "t1", "extra"], "expected IMAGE and TAG, got 3 argument(s)"),
+    ([IMAGE, "t1", "--pussh"], "unknown flag --pussh"),
+    (["", "t1"], "IMAGE is empty"),
+    ([f"{IMAGE}:t1", "t2"], f"IMAGE '{IMAGE}:t1' is not an image path without a tag"),
+    ([IMAGE, "bad tag"], "TAG 'bad tag' is not a Docker tag"),
+])
+def test_build_images_refuses_bad_usage_with_one_line(argv, message, tmp_path):
+  env, log = _fake_tools(tmp_path)
+  proc = _bash([BUILD_IMAGES, *argv], env)
+  assert proc.returncode == 2 and proc.stdout == ""
+  assert proc.stderr.splitlines() == [
+      f"build_images.sh: error: {message}; usage: deploy/dataflow/build_images.sh IMAGE TAG "
+      f"[--push]"], proc.stderr
+  assert _calls(log) == []
+
+
+def _template_dir(tmp_path, jobs: Sequence[str] = JOBS) -> str:
+  out = tmp_path / "templates"
+  out.mkdir()
+  for job in jobs:
+    (out / f"{job}.json").write_text(_rendered(job) if job in JOBS else "{}", encoding="utf-8")
+  (out / "jobs.txt").write_text("".join(f"{j}\n" for j in jobs), encoding="utf-8")
+  return str(out)
+
+
+def registered(calls: List[List[str]]) -> Dict[str, Tuple[str, str, List[str]]]:
+  """``gcloud dataflow flex-template build`` calls: template path -> (image, metadata file,
+  other flags)."""
+  out = {}
+  for call in calls:
+    assert call[:4] == ["gcloud", "dataflow", "flex-template", "build"], call
+    argv = call[4:]
+    assert options_of(argv, "--sdk-language") == ["PYTHON"]
+    image, = options_of(argv, "--image")
+    meta, = options_of(argv, "--metadata-file")
+    rest = [a for a in argv[1:] if a not in ("--image", image, "--metadata-file", meta,
+                                             "--sdk-language", "PYTHON")]
+    out[argv[0]] = (image, meta, rest)
+  return out
+
+
+def test_register_templates_registers_every_job_of_the_list(tmp_path):
+  env, log = _fake_tools(tmp_path)
+  out = _template_dir(tmp_path)
+  proc = _bash([REGISTER_TEMPLATES, out + "/", "fake-bucket", IMAGE, "t1", "--project",
+                "fake-project"], env)
+  assert proc.returncode == 0, proc.stderr
+  assert registered(_calls(log)) == {
+      f"gs://fake-bucket/templates/{j}.json": (f"{IMAGE}:t1-{j}", f"{out}/{j}.json",
+                                               ["--project", "fake-project"]) for j in JOBS}
+  # Whatever jobs.txt lists (the registry make_templates.py read), in its order.
+  os.remove(log)
+  (tmp_path / "other").mkdir()
+  other = _template_dir(tmp_path / "other", ["alpha"])
+  assert _bash([REGISTER_TEMPLATES, other, "fake-bucket", IMAGE, "t1"], env).returncode == 0
+  assert registered(_calls(log)) == {
+      "gs://fake-bucket/templates/alpha.json": (f"{IMAGE}:t1-alpha", f"{other}/alpha.json", [])}
+
+
+@pytest.mark.parametrize("case, message", [
+    ("few", "expected DIR, BUCKET, IMAGE and TAG, got 3 argument(s)"),
+    ("gs", "BUCKET 'gs://fake-bucket' is not a bucket name (no gs://, no folder)"),
+    ("tagged", f"IMAGE '{IMAGE}:t0' is not an image path without a tag"),
+    ("no_list", "{dir}/jobs.txt is missing (make_templates.py --out_dir {dir} writes it)"),
+    ("no_file", "{dir}/" + JOBS[-1] + ".json is missing ({dir}/jobs.txt names " + JOBS[-1] + ")"),
+    ("empty", "{dir}/jobs.txt names no job"),
+])
+def test_register_templates_refuses_bad_usage_with_one_line(case, message, tmp_path):
+  env, log = _fake_tools(tmp_path)
+  out = _template_dir(tmp_path)
+  argv = [out, "fake-bucket", IMAGE, "t1"]
+  if case == "few":
+    argv = argv[:3]
+  elif case == "gs":
+    argv[1] = "gs://fake-bucket"
+  elif case == "tagged":
+    argv[2] = f"{IMAGE}:t0"
+  elif case == "no_list":
+    os.remove(os.path.join(out, "jobs.txt"))
+  elif case == "no_file":
+    os.remove(os.path.join(out, f"{JOBS[-1]}.json"))
+  elif case == "empty":
+    with open(os.path.join(out, "jobs.txt"), "w", encoding="utf-8") as f:
+      f.write("\n")
+  proc = _bash([REGISTER_TEMPLATES, *argv], env)
+  assert proc.returncode == 2 and proc.stdout == ""
+  assert proc.stderr.splitlines() == [
+      "register_templates.sh: error: " + message.format(dir=out) + "; usage: "
+      "deploy/dataflow/register_templates.sh DIR BUCKET IMAGE TAG [GCLOUD_FLAG...]"]
+  assert _calls(log) == []  # every file is checked before the first template
+
+
+def substitute(value, subs: Dict[str, str]):
+  """``value`` (a step, a list, a string) with Cloud Build's substitutions made: ``${_X}`` and
+  ``$_X`` replaced, ``$$`` turned into ``$``."""
+  if isinstance(value, dict):
+    return {k: substitute(v, subs) for k, v in value.items()}
+  if isinstance(value, list):
+    return [substitute(v, subs) for v in value]
+  def one(m):
+    if m.group(0) == "$$":
+      return "$"
+    return subs[m.group(1) or m.group(2)]
+  return re.sub(r"\$\$|\$\{(_[A-Z_]+)\}|\$(_[A-Z_]+)", one, value)
+
+
+@pytest.mark.parametrize("bucket", ["fake-bucket", ""])
+def test_cloud_build_steps_run_as_cloud_build_runs_them(bucket, tmp_path, monkeypatch, capsys):
+  """The three steps, run in order in a workspace (the checkout) with the substitutions made:
+  the launchers and templates are exactly the registry's jobs; no _BUCKET: images only."""
+  config = yaml.safe_load(read(CLOUDBUILD))
+  subs = dict(config["substitutions"], **dict(SUBSTITUTIONS, _BUCKET=bucket))
+  env, log = _fake_tools(tmp_path)
+  workspace = tmp_path / "workspace"
+  workspace.mkdir()
+  (workspace / "deploy").symlink_to(os.path.join(REPO, "deploy"))
+  monkeypatch.chdir(workspace)
+  worker = f"{IMAGE}:0123abc"
+  for step in substitute(config["steps"], subs):
+    step_env = dict(env, **dict(e.split("=", 1) for e in step.get("env", [])))
+    if step["entrypoint"] == "bash":
+      proc = _bash(step["args"], step_env, cwd=str(workspace))
+      assert proc.returncode == 0, (step["id"], proc.stderr)
+    else:  # the worker image runs make_templates.py from the workspace
+      assert (step["name"], step["entrypoint"]) == (worker, "python")
+      script, *argv = step["args"]
+      assert os.path.samefile(script, os.path.join(DEPLOY, "make_templates.py"))
+      assert make_templates.main(argv) == 0
+  calls = _calls(log)
+  builds = built_images([c for c in calls if c[0] == "docker"])
+  assert builds[worker]["args"]["REVISION"] == "f" * 40
+  assert list(builds) == [worker] + [f"{worker}-{j}" for j in JOBS]
+  assert [c[2] for c in calls if c[:2] == ["docker", "push"]] == list(builds)
+  templates = registered([c for c in calls if c[0] == "gcloud"])
+  if bucket:
+    assert templates == {f"gs://{bucket}/templates/{j}.json": (
+        f"{worker}-{j}", f"build/dataflow-templates/{j}.json", []) for j in JOBS}
+  else:
+    assert templates == {}
+  assert config["images"] == ["${_IMAGE}:${_TAG}"]  # Cloud Build pushes (again) the worker
 
 def test_worker_requirements_are_the_pipeline_extra_at_the_pins():
   tree = ast.parse(read(os.path.join(REPO, "setup.py")))
@@ -739,21 +1062,65 @@ def test_readme_explains_every_placeholder():
   assert used <= set(PLACEHOLDERS), used - set(PLACEHOLDERS)
 
 
+def _script_call(cmds: List[str], script: str) -> List[str]:
+  """The argv (placeholders left, leading VAR=value assignments dropped) of the one command
+  that runs ``script``."""
+  found = [shlex.split(c) for c in cmds if script in c]
+  assert len(found) == 1, f"no single command runs {script}"
+  argv = found[0]
+  while argv and re.fullmatch(r"[A-Z_]+=.*", argv[0]):
+    argv = argv[1:]
+  return argv
+
+
 def test_readme_builds_the_images_and_every_template():
+  """The page builds and registers through Cloud Build or the scripts its steps run, and names
+  no job outside the example runs: no list to keep up."""
   section = readme_section()
   cmds = commands(section)
   builds = [c for c in cmds if c.startswith("gcloud builds submit")]
-  assert builds and "--config deploy/dataflow/cloudbuild.yaml" in builds[0]
-  assert "_IMAGE=${IMAGE}" in builds[0] and "_TAG=${TAG}" in builds[0]
-  loop = re.search(r"for job in ([a-z ]+); do", section)
-  assert loop and loop.group(1).split() == list(JOBS)
-  template_build = [c for c in cmds if "gcloud dataflow flex-template build" in c]
-  assert len(template_build) == 1
-  argv = shlex.split(template_build[0])
-  assert argv[argv.index("build") + 1] == "gs://${BUCKET}/templates/${job}.json"
-  assert options_of(argv, "--image") == ["${IMAGE}:${TAG}-${job}"]
-  assert options_of(argv, "--sdk-language") == ["PYTHON"]
-  assert options_of(argv, "--metadata-file") == ["deploy/dataflow/templates/${job}.json"]
+  assert len(builds) == 1 and "--config deploy/dataflow/cloudbuild.yaml" in builds[0]
+  argv = shlex.split(builds[0])
+  subs, = options_of(argv, "--substitutions")
+  passed = dict(item.split("=", 1) for item in subs.split(","))
+  config_text = read(CLOUDBUILD)
+  declared = set(yaml.safe_load(config_text)["substitutions"])
+  required = set(re.findall(r"^  (_[A-Z_]+): ''\s+# required", config_text, re.M))
+  assert required == {"_IMAGE"}
+  assert required <= set(passed) <= declared, (sorted(passed), sorted(declared))
+  assert passed["_IMAGE"] == "${IMAGE}" and passed["_TAG"] == "${TAG}"
+  assert passed["_BUCKET"] == "${BUCKET}"  # the page registers the templates
+  # The local way: the scripts, on the same images, folder and bucket.
+  build = _script_call(cmds, "deploy/dataflow/build_images.sh")
+  assert build == ["deploy/dataflow/build_images.sh", "${IMAGE}", "${TAG}", "--push"]
+  meta = _script_call(cmds, "deploy/dataflow/make_templates.py")
+  assert meta[:2] == ["python", "deploy/dataflow/make_templates.py"]
+  out_dir, = options_of(meta, "--out_dir")
+  register = _script_call(cmds, "deploy/dataflow/register_templates.sh")
+  assert register[:5] == ["deploy/dataflow/register_templates.sh", out_dir, "${BUCKET}",
+                          "${IMAGE}", "${TAG}"]
+  assert options_of(register, "--project") == ["${PROJECT}"]
+  # No job is named but in the example runs and the direct command.
+  for cmd in cmds:
+    if not cmd.startswith(("gcloud dataflow flex-template run", "python -m pipelines ")):
+      assert not [n for n in _dataset_names() if re.search(rf"\b{n}\b", cmd)], cmd
+  assert not re.search(r"\bfor \w+ in\b", section), "a hand-written loop over jobs"
+
+
+def _template_runs() -> List[str]:
+  return [c for c in commands(readme_section())
+          if c.startswith("gcloud dataflow flex-template run")]
+
+
+def _run_job(cmd: str) -> str:
+  m = re.search(r"gs://\$\{BUCKET\}/templates/([^/\s\"]+)\.json", cmd)
+  return m.group(1) if m else ""
+
+
+def test_readme_has_template_run_examples():
+  runs = _template_runs()
+  assert runs and all(_run_job(c) for c in runs)
+  assert len({_run_job(c) for c in runs}) == len(runs), "two examples of one job"
 
 
 def run_parameters(cmd: str) -> Dict[str, str]:
@@ -765,13 +1132,14 @@ def run_parameters(cmd: str) -> Dict[str, str]:
   return params
 
 
-@pytest.mark.parametrize("job", JOBS)
-def test_readme_runs_every_template_with_valid_parameters(job):
+@pytest.mark.parametrize("cmd", _template_runs(), ids=_run_job)
+def test_readme_template_runs_are_valid_for_their_job(cmd):
+  """Each example run names a deployed job (``pipelines.JOBS``) and passes it parameters its
+  template accepts, which its command line parses."""
   from pipelines import flags  # pylint: disable=g-import-not-at-top
-  section = readme_section()
-  runs = [c for c in commands(section) if c.startswith("gcloud dataflow flex-template run")
-          and f"gs://${{BUCKET}}/templates/{job}.json" in c]
-  assert len(runs) == 1, f"no single flex-template run of {job}"
+  job = _run_job(cmd)
+  assert job in JOBS, f"the example runs {job!r}, not a job of pipelines.JOBS"
+  runs = [cmd]
   argv = shlex.split(fill(runs[0]))
   for flag in ("--template-file-gcs-location", "--project", "--region", "--temp-location",
                "--staging-location", "--worker-machine-type", "--max-workers"):

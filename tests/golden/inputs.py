@@ -1,10 +1,10 @@
 """Small, deterministic inputs of the golden-output test (``test_job_outputs``), one builder per
 job.  Everything is seeded or fixed: the same bytes on every call, in any directory.
 
-They reuse the generators (``synthetic.hotpotqa``, ``synthetic.wikipedia``) and
-the hand-made fixtures of ``tests/pipelines`` (edge cases: missing evidence, bad records, CSV
-quirks, BOM/CRLF/Latin-1 stories), so a change to one of those changes the golden fingerprints
-too: regenerate them then (see the test module's docstring).
+They reuse the generators (``pipelines.datasets.hotpotqa.fake_input``,
+``pipelines.datasets.wikipedia.fake_input``) and the hand-made fixtures of ``tests/pipelines`` (edge
+cases: missing evidence, bad records, CSV quirks, BOM/CRLF/Latin-1 stories), so a change to one of
+those changes the golden fingerprints too: regenerate them then (see the test module's docstring).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import os
 import random
 from typing import List
 
-from synthetic import hotpotqa as synth_hotpot
-from synthetic import wikipedia as synth_wiki
+from pipelines.datasets.hotpotqa import fake_input as synth_hotpot
+from pipelines.datasets.wikipedia import fake_input as synth_wiki
 from tests.pipelines.datasets.books import test_dataset as books_fixture
 from tests.pipelines.datasets.hotpotqa import test_dataset as hotpot_fixture
 from tests.pipelines.datasets.narrativeqa import test_dataset as narrative_fixture

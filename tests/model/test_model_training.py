@@ -108,7 +108,7 @@ def test_train_cli_trains_readtwice_e_on_wikipedia_records(tmp_path, capsys):
   # Entity memories from the Wikipedia job's link mentions, through the trainer's input
   # pipeline (static mentions_* features) and the command line; mentions_dropped is logged.
   import json  # pylint: disable=g-import-not-at-top
-  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import fake_input as synth  # pylint: disable=g-import-not-at-top
   from model import train  # pylint: disable=g-import-not-at-top
   from pipelines import runner  # pylint: disable=g-import-not-at-top
   from tests.pipelines.datasets.wikipedia.test_dataset import PAGES, SMALL  # pylint: disable=g-import-not-at-top

@@ -315,7 +315,7 @@ def test_pretrain_driver_starts_from_roberta(tmp_path, capsys):
   mapped into a RoBERTa-ordered ``vocab.json`` (``<s> <pad> </s> <unk>`` first, as RoBERTa's,
   then 95 of our tokens and ``<mask>``: the rest of ours get the mean row); BERT_1 of the run's
   first model equals the checkpoint's encoder."""
-  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import fake_input as synth  # pylint: disable=g-import-not-at-top
   from model import pretrain  # pylint: disable=g-import-not-at-top
   from pipelines import runner  # pylint: disable=g-import-not-at-top
   dump = str(tmp_path / "pages-articles.xml.bz2")

@@ -26,7 +26,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 @pytest.fixture(scope="module")
 def wiki_records(tmp_path_factory):
   """The Wikipedia job's records of the small synthetic dump: link mentions with ids."""
-  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import fake_input as synth  # pylint: disable=g-import-not-at-top
   from pipelines import runner  # pylint: disable=g-import-not-at-top
   from tests.pipelines.datasets.wikipedia.test_dataset import SMALL  # pylint: disable=g-import-not-at-top
   tmp = tmp_path_factory.mktemp("wiki")
@@ -156,7 +156,7 @@ def test_finetune_early_stopping(tmp_path, capsys):
 def test_finetune_on_hotpotqa_pipeline_output(tmp_path, capsys):
   """The user's path: official-format files -> the HotpotQA job -> model.finetune with dev
   evaluation against the official dev file -> model.predict on the best model."""
-  from synthetic import hotpotqa as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.hotpotqa import fake_input as synthetic_hotpotqa  # pylint: disable=g-import-not-at-top
   from pipelines import runner  # pylint: disable=g-import-not-at-top
   dirs = {}
   for split, n, seed in (("train", 24, 0), ("dev", 8, 1)):

@@ -7,7 +7,7 @@ import pytest
 def entities_dir(tmp_path_factory):
   """The output dir of the Wikipedia job over the hand-made pages of
   ``tests.pipelines.datasets.wikipedia.test_dataset`` (entity vocabulary and alias table: Paris, France, Seine, ...)."""
-  from synthetic import wikipedia as synth  # pylint: disable=g-import-not-at-top
+  from pipelines.datasets.wikipedia import fake_input as synth  # pylint: disable=g-import-not-at-top
   from pipelines import runner  # pylint: disable=g-import-not-at-top
   from tests.pipelines.datasets.wikipedia.test_dataset import (  # pylint: disable=g-import-not-at-top
       PAGES, SMALL)

@@ -19,7 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import estimate, runner
-from synthetic import job_inputs
+from pipelines.datasets.books import fake_input as books_fake
+from pipelines.datasets.hotpotqa import fake_input as hotpotqa_fake
+from pipelines.datasets.narrativeqa import fake_input as narrativeqa_fake
+from pipelines.datasets.triviaqa import fake_input as triviaqa_fake
+from pipelines.datasets.wikipedia import fake_input as wikipedia_fake
 from tests import REPO_ROOT
 
 pytestmark = pytest.mark.usefixtures("restore_logging")  # tests/conftest.py
@@ -51,19 +55,19 @@ def make_input(name: str, root) -> list:
   """A small generated input of ``name`` under ``root``: the job's arguments."""
   root = str(root)
   if name == "hotpotqa":
-    path, _ = job_inputs.write_hotpotqa(root, 4)
+    path, _ = hotpotqa_fake.write_questions(root, 4)
     return ["--input", path]
   if name == "wikipedia":
-    return ["--input", job_inputs.write_wikipedia(root, 6, 120)]
+    return ["--input", wikipedia_fake.write_multistream(root, 6, 120)]
   if name == "books":
-    job_inputs.write_books(root, 2, 0.02)
+    books_fake.write_books(root, 2, 0.02)
     return ["--input", os.path.join(root, "*.txt")]
   if name == "triviaqa":
-    job_inputs.write_triviaqa(root, 3, 2, 0.05)
+    triviaqa_fake.write_triviaqa(root, 3, 2, 0.05)
     return ["--input", os.path.join(root, "qa", "*-dev.json"),
             "--evidence_dir", os.path.join(root, "evidence")]
   if name == "narrativeqa":
-    job_inputs.write_narrativeqa(root, 2, 0.01)
+    narrativeqa_fake.write_narrativeqa(root, 2, 0.01)
     return ["--input", os.path.join(root, "qaps.csv"), "--split", "test"]
   assert name == "jsonl_qa"
   shutil.copytree(SAMPLE_JSONL, root)
@@ -165,8 +169,9 @@ def test_side_inputs_are_counted_per_reference(tmp_path, private_tmp, capsys):
   stories = list((tmp_path / "n" / "tmp").glob("*.content"))
   side = e["side_inputs"]["stories"]
   assert side["stories"] == len(stories) == 2
-  assert side["questions"] == 2 * job_inputs.NQA_QUESTIONS_PER_STORY
-  assert side["bytes"] == sum(p.stat().st_size for p in stories) * job_inputs.NQA_QUESTIONS_PER_STORY
+  assert side["questions"] == 2 * narrativeqa_fake.QUESTIONS_PER_STORY
+  per_story = narrativeqa_fake.QUESTIONS_PER_STORY
+  assert side["bytes"] == sum(p.stat().st_size for p in stories) * per_story
 
   # jsonl_qa: the context_file of every line naming one.
   argv = make_input("jsonl_qa", tmp_path / "j")
@@ -184,7 +189,7 @@ def test_side_inputs_are_counted_per_reference(tmp_path, private_tmp, capsys):
 
 def test_compressed_and_parquet_inputs_count_uncompressed(tmp_path, private_tmp, capsys):
   from tests.pipelines.datasets.hotpotqa.test_hub_parquet import records, write_parquet
-  path, _ = job_inputs.write_hotpotqa(str(tmp_path / "h"), 6)
+  path, _ = hotpotqa_fake.write_questions(str(tmp_path / "h"), 6)
   raw = open(path, "rb").read()
   with gzip.open(path + ".gz", "wb") as f:
     f.write(raw)

@@ -29,7 +29,7 @@ from pipelines.beam.read import INPUT_COUNT, RECORDS
 from pipelines.beam.stats import STATS
 from pipelines.datasets import DatasetSpec
 from pipelines.datasets.books import reader
-from pipelines.datasets.books import cost
+from pipelines.datasets.books import cost, fake_input
 
 EXAMPLE = r"""  python -m pipelines books --input 'pg19/train/*.txt' --output_dir /tmp/books \
     --direct_num_workers 2 --direct_running_mode multi_processing
@@ -58,4 +58,4 @@ spec = DatasetSpec(
     name="books", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
     add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args,
     outputs=OUTPUTS,
-    cost=cost.COST)
+    cost=cost.COST, fake_input=fake_input.write)

@@ -26,7 +26,7 @@ from pipelines.beam.parse import ParseRecords
 from pipelines.beam.stats import STATS
 from pipelines.datasets import DatasetSpec
 from pipelines.datasets.hotpotqa import hub, reader
-from pipelines.datasets.hotpotqa import cost
+from pipelines.datasets.hotpotqa import cost, fake_input
 
 EXAMPLE = r"""  python -m pipelines hotpotqa \
     --input hotpot_dev_distractor_v1.json --output_dir /tmp/hotpot_records \
@@ -57,4 +57,4 @@ spec = DatasetSpec(
     name="hotpotqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
     add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args,
     outputs=report_lib.OUTPUTS,
-    cost=cost.COST)
+    cost=cost.COST, fake_input=fake_input.write)

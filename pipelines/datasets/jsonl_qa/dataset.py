@@ -34,7 +34,7 @@ from pipelines.beam.parse import ParseRecords
 from pipelines.beam.stats import STATS
 from pipelines.datasets import DatasetSpec
 from pipelines.datasets.jsonl_qa import reader
-from pipelines.datasets.jsonl_qa import cost
+from pipelines.datasets.jsonl_qa import cost, fake_input
 
 EXAMPLE = r"""  python -m pipelines jsonl_qa \
     --input pipelines/datasets/jsonl_qa/sample/examples.jsonl --output_dir /tmp/my_qa \
@@ -79,4 +79,4 @@ spec = DatasetSpec(
     name="jsonl_qa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
     add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args,
     task="extractive_qa", deployed=False, outputs=report_lib.OUTPUTS,
-    cost=cost.COST)
+    cost=cost.COST, fake_input=fake_input.write)

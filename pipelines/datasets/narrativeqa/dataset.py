@@ -38,7 +38,7 @@ from pipelines.datasets import DatasetSpec
 from pipelines.datasets.narrativeqa import hub, reader, stages
 from pipelines.errors import UserError
 from pipelines.text.oracle import OracleConfig
-from pipelines.datasets.narrativeqa import cost
+from pipelines.datasets.narrativeqa import cost, fake_input
 
 EXAMPLE = r"""  python -m pipelines narrativeqa --input narrativeqa/qaps.csv --split test \
     --output_dir /tmp/nqa_test --context story --stories_dir narrativeqa/tmp
@@ -193,4 +193,4 @@ def _from_questions(questions, joined_inputs: Dict, output_dir: str,
 spec = DatasetSpec(
     name="narrativeqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
     add_flags=add_flags, options_from_args=options_from_args, outputs=report_lib.OUTPUTS,
-    cost=cost.COST)
+    cost=cost.COST, fake_input=fake_input.write)

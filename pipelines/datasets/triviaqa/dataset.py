@@ -40,7 +40,7 @@ from pipelines.datasets import DatasetSpec
 from pipelines.datasets.triviaqa import hub, reader
 from pipelines.datasets.triviaqa.answers import find_alias_spans
 from pipelines.datasets.triviaqa.evidence import ReadEvidence
-from pipelines.datasets.triviaqa import cost
+from pipelines.datasets.triviaqa import cost, fake_input
 
 EXAMPLE = r"""  python -m pipelines triviaqa \
     --input 'triviaqa-rc/qa/wikipedia-dev.json' --evidence_dir triviaqa-rc/evidence \
@@ -157,4 +157,4 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
 spec = DatasetSpec(
     name="triviaqa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
     add_flags=add_flags, options_from_args=options_from_args, outputs=report_lib.OUTPUTS,
-    cost=cost.COST)
+    cost=cost.COST, fake_input=fake_input.write)

@@ -31,7 +31,7 @@ from pipelines.datasets import DatasetSpec
 from pipelines.datasets.wikipedia.dump import (LINKS, PAGES, REDIRECTS, SKIPPED, ParsePages,
                                              ReadDumpPages)
 from pipelines.datasets.wikipedia.pages import PageRules
-from pipelines.datasets.wikipedia import cost
+from pipelines.datasets.wikipedia import cost, fake_input
 
 EXAMPLE = r"""  python -m pipelines wikipedia \
     --input 'enwiki-20240601-pages-articles-multistream.xml.bz2' --output_dir /tmp/wiki \
@@ -129,4 +129,4 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
 spec = DatasetSpec(
     name="wikipedia", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
     add_flags=add_flags, options_from_args=options_from_args, outputs=OUTPUTS,
-    cost=cost.COST)
+    cost=cost.COST, fake_input=fake_input.write)

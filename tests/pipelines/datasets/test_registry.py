@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -71,3 +72,55 @@ def test_a_job_imports_only_its_own_dataset():
   assert proc.returncode == 0, proc.stderr
   loaded = json.loads(proc.stdout.strip().splitlines()[-1])
   assert loaded and all(m.startswith("pipelines.datasets.books") for m in loaded), loaded
+
+
+def recipe_files() -> list:
+  """The files docs/architecture.md's "A dataset" recipe lists for a dataset folder."""
+  with open(os.path.join(REPO, "docs", "architecture.md"), encoding="utf-8") as f:
+    text = f.read()
+  assert "<!-- dataset-files" in text, "docs/architecture.md lost its dataset-files list"
+  block = text.split("<!-- dataset-files", 1)[1].split("\n\n", 1)[0]
+  return re.findall(r"^- `([a-z_]+\.py)`", block, re.M)
+
+
+def test_every_registered_dataset_has_the_files_the_recipe_lists():
+  files = recipe_files()
+  assert files == ["reader.py", "dataset.py", "cost.py", "fake_input.py"]
+  for name, spec in datasets.specs().items():
+    folder = os.path.join(REPO, "pipelines", "datasets", name)
+    assert [f for f in files if not os.path.isfile(os.path.join(folder, f))] == [], name
+    # The benchmarks' input comes from the folder's fake_input.py, through the spec.
+    assert spec.fake_input is importlib.import_module(
+        f"pipelines.datasets.{name}.fake_input").write, name
+
+
+@pytest.mark.parametrize("name", datasets.DATASETS)
+def test_a_fake_input_is_read_by_its_arguments(name, tmp_path):
+  """Each dataset's fake input at a tiny scale: its files exist, its arguments parse into the
+  dataset's options as the command line would build them, and --estimate sizes it."""
+  spec = datasets.get(name)
+  fake = spec.fake_input(str(tmp_path / name), 0.001)
+  assert isinstance(fake, datasets.FakeInput) and fake.argv[:2] == ["--input", fake.input]
+  from pipelines.beam.inputs import describe_inputs  # pylint: disable=g-import-not-at-top
+  inputs = describe_inputs(fake.input)
+  assert inputs and all(i["bytes"] > 0 for i in inputs)
+  options = spec.options_for(fake.argv)
+  work = estimate.measure(name, inputs, options)
+  assert work.work_bytes >= sum(i["bytes"] for i in inputs) * (0.5 if name == "wikipedia" else 1)
+  if name == "triviaqa":
+    assert options.evidence_dir == str(tmp_path / name / "evidence")
+  if name == "narrativeqa":
+    assert options.split == "test"
+
+
+def test_options_for_reads_only_the_datasets_own_flags(tmp_path):
+  spec = datasets.get("triviaqa")
+  (tmp_path / "wikipedia").mkdir()
+  options = spec.options_for(["--input", "x", "--evidence_dir", str(tmp_path), "--seq_length",
+                              "9", "--runner", "DirectRunner"])
+  assert options.evidence_dir == str(tmp_path) and options.annotation.ner == "none"
+  with pytest.raises(ValueError, match="--evidence_dir"):  # checked as the command line does
+    spec.options_for(["--input", "x", "--evidence_dir", str(tmp_path / "none")])
+  assert datasets.get("narrativeqa").options_for(["--split", "valid"]).split == "valid"
+  with pytest.raises(SystemExit):  # a dataset flag's bad value is the command line's error
+    datasets.get("narrativeqa").options_for(["--split", "tset"])

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from pipelines.text import wikitext
-from synthetic import wikipedia as synth_wiki
+from pipelines.datasets.wikipedia import fake_input as synth_wiki
 
 TRICKY = [
     "The [[Paris]]ian [[river]]s of [[France|la France]]s.",  # link trails

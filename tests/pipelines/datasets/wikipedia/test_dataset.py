@@ -11,7 +11,7 @@ import pytest
 from schemas import documents as documents_schema
 from schemas import entities as entities_schema
 from schemas import manifest as manifest_schema
-from synthetic import wikipedia as synth
+from pipelines.datasets.wikipedia import fake_input as synth
 from pipelines import runner
 from tests.pipelines.helpers import read_records
 

@@ -10,8 +10,8 @@ import textwrap
 
 import pytest
 
-from synthetic import wikipedia as synth
-from synthetic.wikipedia import PageSpec, generate_pages, page_xml, write_dump
+from pipelines.datasets.wikipedia import fake_input as synth
+from pipelines.datasets.wikipedia.fake_input import PageSpec, generate_pages, page_xml, write_dump
 from pipelines.datasets.wikipedia import multistream_index
 from pipelines.datasets.wikipedia import reader as w
 from pipelines.datasets.wikipedia.reader import DumpError, Page, SiteInfo

@@ -14,7 +14,7 @@ import pytest
 from pipelines.datasets.wikipedia import pages as pages_lib
 from pipelines.datasets.wikipedia import reader as dump_reader
 from pipelines.text import wikitext
-from synthetic import wikipedia as synth_wiki
+from pipelines.datasets.wikipedia import fake_input as synth_wiki
 from tests import REPO_ROOT
 
 SAMPLES = os.path.join(str(REPO_ROOT), "..", "shared", "samples", "wikipedia")

@@ -7,8 +7,11 @@ Zipf-distributed pseudo-words, internal links in every form: ``[[T]]``, ``[[T|an
 categories, lists, comments, CJK and emoji), ~10% redirects, ~3% disambiguation pages, ~3%
 pages in other namespaces.  Deterministic for a given seed; written streamed.
 
-  python -m synthetic.wikipedia --pages 10000 --multistream \
+  python -m pipelines.datasets.wikipedia.fake_input --pages 10000 --multistream \
     --output /tmp/wiki/enwiki-20240101-pages-articles-multistream.xml.bz2
+
+:func:`write` is the dataset's fake input (its spec's ``fake_input``): a multistream dump of
+``PAGES`` pages (times the scale) with its index.
 """
 
 from __future__ import annotations
@@ -17,12 +20,17 @@ import argparse
 import bz2
 import hashlib
 import itertools
+import os
 import random
 from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Tuple
 from xml.sax.saxutils import escape, quoteattr
 
+from pipelines.datasets import FakeInput
 from pipelines.datasets.wikipedia.reader import SiteInfo
+from pipelines.fake_data.prose import MIN_WORDS, scaled
+
+PAGES, WORDS_PER_PAGE = 3000, 700  # at scale 1.0
 
 _TEXT_ENTITIES = {'"': "&quot;", "\r": "&#13;"}
 _COMPRESS_EVERY = 1 << 20  # uncompressed bytes buffered before a compress() call
@@ -419,6 +427,21 @@ def generate_pages(num_pages: int, seed: int = 0, words_per_page: int = 400
     else:
       words = max(20, int(words_per_page * rng.uniform(0.5, 1.5)))
       yield PageSpec(title=title, text=writer.article(title, words), page_id=page_id)
+
+
+def write_multistream(root: str, pages: int, words_per_page: int) -> str:
+  """A multistream dump of ``pages`` generated pages (seed 1) under ``root``; its path."""
+  os.makedirs(root)
+  path = os.path.join(root, "synwiki-pages-articles-multistream.xml.bz2")
+  write_dump(generate_pages(pages, seed=1, words_per_page=words_per_page), path,
+             multistream=True)
+  return path
+
+
+def write(root: str, scale: float) -> FakeInput:
+  """The dataset's fake input under ``root`` (:class:`pipelines.datasets.FakeInput`)."""
+  n, factor = scaled(PAGES, scale)
+  return FakeInput(write_multistream(root, n, max(MIN_WORDS, int(WORDS_PER_PAGE * factor))))
 
 
 def main(argv: Optional[List[str]] = None) -> None:

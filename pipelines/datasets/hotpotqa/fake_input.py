@@ -5,19 +5,25 @@ context, type, level``): each question has two gold paragraphs (a bridge: person
 country, or a comparison of two people) and eight distractor paragraphs, ~1,000-1,500 BPE tokens
 in all, like the real dev set.  Deterministic for a given seed.
 
-  python -m synthetic.hotpotqa --num_questions 200 --seed 0 --output data.json
+  python -m pipelines.datasets.hotpotqa.fake_input --num_questions 200 --seed 0 --output data.json
+
+:func:`write` is the dataset's fake input (its spec's ``fake_input``): ``QUESTIONS`` questions
+(times the scale) with two Zipf sentences per paragraph, one JSON list.
 """
 
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
+import os
 import random
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
-_SYL = ["ka", "lo", "mi", "ran", "tes", "vo", "bel", "dor", "an", "is", "qu", "zen", "por",
-        "lum", "sa", "rit", "ne", "gal", "ost", "fer", "mar", "th", "ul", "ve"]
+from pipelines.datasets import FakeInput
+from pipelines.fake_data.prose import SYLLABLES, ZipfWords, scaled
+
+QUESTIONS = 8000  # at scale 1.0
+
 _JOBS = ["painter", "engineer", "composer", "botanist", "novelist", "architect", "cartographer",
          "astronomer", "sculptor", "historian"]
 _FILLER = [
@@ -31,28 +37,8 @@ _FILLER = [
 ]
 
 
-class ZipfWords:
-  """Pseudo-words with a Zipfian frequency distribution (like running text), so that BPE sees
-  a realistic mix of frequent (cached) and rare words; used for throughput benchmarks."""
-
-  def __init__(self, rng: random.Random, vocab_size: int = 30000, exponent: float = 1.1):
-    self.words = ["".join(rng.choice(_SYL) for _ in range(rng.randint(1, 4)))
-                  for _ in range(vocab_size)]
-    weights = [1.0 / (r + 1) ** exponent for r in range(vocab_size)]
-    total = sum(weights)
-    acc, self.cum = 0.0, []
-    for w in weights:
-      acc += w / total
-      self.cum.append(acc)
-
-  def sentence(self, rng: random.Random, n: int) -> str:
-    idx = [bisect.bisect_left(self.cum, rng.random()) for _ in range(n)]
-    words = [self.words[min(i, len(self.words) - 1)] for i in idx]
-    return " " + " ".join(words).capitalize() + "."
-
-
 def _name(rng: random.Random, parts: int) -> str:
-  return "".join(rng.choice(_SYL) for _ in range(parts)).capitalize()
+  return "".join(rng.choice(SYLLABLES) for _ in range(parts)).capitalize()
 
 
 def _person_paragraph(rng, person, year, town, job) -> List[str]:
@@ -110,6 +96,23 @@ def make_questions(num_questions: int, seed: int = 0, zipf_sentences: int = 0) -
     out.append({"_id": f"synth{seed:02d}{i:06d}", "answer": answer, "question": q,
                 "supporting_facts": sp, "context": context, "type": qtype, "level": "medium"})
   return out
+
+
+def write_questions(root: str, questions: int) -> Tuple[str, List[Dict]]:
+  """``root/input.json``: ``questions`` questions (seed 1, two Zipf sentences per paragraph);
+  returns the path and the records."""
+  os.makedirs(root)
+  path = os.path.join(root, "input.json")
+  raw = make_questions(questions, seed=1, zipf_sentences=2)
+  with open(path, "w", encoding="utf-8") as f:
+    json.dump(raw, f)
+  return path, raw
+
+
+def write(root: str, scale: float) -> FakeInput:
+  """The dataset's fake input under ``root`` (:class:`pipelines.datasets.FakeInput`)."""
+  path, _ = write_questions(root, scaled(QUESTIONS, scale)[0])
+  return FakeInput(path)
 
 
 def main() -> None:
