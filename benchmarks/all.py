@@ -11,12 +11,13 @@ tables, refs, ...), Gutenberg-style books of 300-700 KB, TriviaQA's ``qa/`` file
 ``evidence/`` (one document per question and page), NarrativeQA's layout with stories of
 30k-70k words and 5 questions each (real NarrativeQA has ~30 per story: every question repeats
 the story's segments in the records, while the story is tokenised once), JSON lines of
-extractive QA.  Then the job runs once on it, unmeasured: the documents it wrote (its
-``documents/`` side files: the texts it tokenised) are the bare side's texts, and how many it
-must write in every pair.
+extractive QA.  The job's first run on it is pair 1's pipeline side: the documents it wrote
+(its ``documents/`` side files: the texts it tokenised) are the bare side's texts, and how many
+every later run must write.
 
-Each pair times, for every pipeline one right after the other (bare, then the pipeline, so
-drift of a shared machine hits both sides alike; pair k runs every pipeline before pair k+1):
+Each pair times, for every pipeline one right after the other (bare, then the pipeline; in pair 1
+the pipeline, then bare), so drift of a shared machine hits both sides alike; pair k runs every
+pipeline before pair k+1:
 
 * bare: HF ``tokenizers`` ``encode_batch`` (no special tokens) on a freshly built tokenizer
   (word cache cold, like a new pipeline worker's), in a fresh interpreter like the pipeline
@@ -64,8 +65,10 @@ import tempfile
 import time
 from typing import Dict, List, NamedTuple, Sequence, Tuple
 
-if not __package__:  # run as a script (python benchmarks/all.py): the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "all", file=sys.stderr)
+  sys.exit(2)
 
 from benchmarks import common
 from benchmarks.hotpotqa_throughput import docs_per_encode_call
@@ -79,7 +82,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIN_PAIRS = 3
 BARE = "bare"  # --child's first argument for the bare pass
 FAST = "fast"  # --child's last argument for a bare pass timing encode_batch_fast
-KEEP = "keep"  # --child's last argument for a pipeline run whose output is kept (the first)
 
 
 class Job(NamedTuple):
@@ -124,28 +126,26 @@ def dir_bytes(path: str) -> int:
   return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def make_job(name: str, root: str, scale: float, per_call: int) -> Job:
+def make_job(name: str, root: str, scale: float, per_call: int) -> Tuple[Job, Dict]:
   """The dataset's fake input (its spec's ``fake_input``) at ``scale`` under ``root/input``, and
-  a first, unmeasured run of the job on it whose documents (the texts it wrote, in the order of
-  its side files) are the bare side's texts."""
+  the first run of the job on it (:func:`pipeline_child`: pair 1's pipeline side), whose
+  documents (the texts it wrote, in the order of its side files) are the bare side's texts;
+  returns the job and that run's figures."""
   fake = datasets.get(name).fake_input(os.path.join(root, "input"), scale)
   out_dir = os.path.join(root, "first_run")
-  r = common.child_run("benchmarks.all", [name, json.dumps(fake.argv), out_dir, KEEP], None,
-                       ROOT)
+  r = common.child_run("benchmarks.all", [name, json.dumps(fake.argv), out_dir, "-"], None,
+                       ROOT)  # (None: the output is kept, to be read here)
   try:
     docs = documents_schema.load(out_dir)
   finally:
     shutil.rmtree(out_dir, ignore_errors=True)
-  counts = r["counts"]
-  if counts["rejected"] or not counts["written"]:
-    raise SystemExit(f"{name}: the first run wrote {counts['written']} documents and rejected "
-                     f"{counts['rejected']} ({r.get('rejected_by_reason')}) on clean input")
-  if len(docs) != counts["written"]:
-    raise SystemExit(f"{name}: the first run wrote {counts['written']} documents but its side "
-                     f"files hold {len(docs)}")
-  return Job(name, fake.argv, dir_bytes(os.path.join(root, "input")), len(docs),
-             encode_calls([(d["text"], d.get("question") or "") for d in docs.values()],
-                          per_call))
+  if not docs or len(docs) != r["counts"]["written"]:
+    raise SystemExit(f"{name}: the first run wrote {r['counts']['written']} documents but its "
+                     f"side files hold {len(docs)}")
+  job = Job(name, fake.argv, dir_bytes(os.path.join(root, "input")), len(docs),
+            encode_calls([(d["text"], d.get("question") or "") for d in docs.values()],
+                         per_call))
+  return job, check_run(job, r)
 
 
 # ---------------------------------------------------------------------- the two sides
@@ -182,12 +182,12 @@ def bare_run(job: Job, calls_path: str, fast: bool = False) -> Tuple[float, int]
   return r["seconds"], r["tokens"]
 
 
-def pipeline_child(name: str, argv_json: str, out_dir: str, mode: str) -> None:
+def pipeline_child(name: str, argv_json: str, out_dir: str, unused: str) -> None:
   """The measured pipeline run (in a fresh interpreter): the job on the arguments ``argv_json``
   (a JSON list), its options as its command line would build them; prints its figures as JSON.
-  ``mode`` :data:`KEEP`: the output is left for the parent (the first run)."""
+  (``unused``: the bare side's fourth argument.)"""
   from pipelines import runner  # pylint: disable=g-import-not-at-top
-  del mode
+  del unused
   argv = json.loads(argv_json)
   options = datasets.get(name).options_for(argv)
   t0 = time.perf_counter()
@@ -202,8 +202,14 @@ def pipeline_child(name: str, argv_json: str, out_dir: str, mode: str) -> None:
 
 def pipeline_run(job: Job, out_dir: str) -> Dict:
   """Runs :func:`pipeline_child` in a fresh interpreter; checks what it wrote."""
-  r = common.child_run("benchmarks.all", [job.name, json.dumps(job.argv), out_dir, "-"],
-                       out_dir, ROOT)
+  return check_run(job, common.child_run(
+      "benchmarks.all", [job.name, json.dumps(job.argv), out_dir, "-"], out_dir, ROOT))
+
+
+def check_run(job: Job, r: Dict) -> Dict:
+  """``r``, a run's figures, unless it rejected a document or wrote another count than the
+  job's (clean input) -- then this exits; warns when it tokenised other texts than the bare
+  side."""
   counts = r["counts"]
   if counts["written"] != job.documents or counts["rejected"]:
     raise SystemExit(f"{job.name}: the pipeline wrote {counts['written']} of {job.documents} "
@@ -256,34 +262,36 @@ def main() -> None:
   per_call = docs_per_encode_call(RecordsConfig())
   start = time.perf_counter()
   with tempfile.TemporaryDirectory(prefix="all_throughput_") as tmp:
-    jobs = []
-    for name in names:
-      t0 = time.perf_counter()
-      job = make_job(name, os.path.join(tmp, name), args.scale, per_call)
-      jobs.append(job)
-      print(f"{name}: {job.input_bytes / 1e6:.1f} MB input, {job.documents:,} documents, "
-            f"{job.text_bytes / 1e6:.1f} MB of text in {len(job.calls)} encode_batch calls "
-            f"(generated and run once in {time.perf_counter() - t0:.1f} s)", flush=True)
-    print(f"bare: encode_batch calls of up to {per_call} documents (their distinct texts, then "
-          f"their questions'); {args.pairs} pair(s), interleaved", flush=True)
+    jobs: List[Job] = []
     pairs: Dict[str, List[Dict]] = {name: [] for name in names}
     tokens: Dict[str, int] = {}
-    calls_paths = {}
-    for job in jobs:
-      calls_paths[job.name] = os.path.join(tmp, f"{job.name}.calls.pickle")
-      with open(calls_paths[job.name], "wb") as f:
-        pickle.dump(job.calls, f, protocol=pickle.HIGHEST_PROTOCOL)
+    calls_paths: Dict[str, str] = {}
+    print(f"bare: encode_batch calls of up to {per_call} documents (their distinct texts, then "
+          f"their questions'); {args.pairs} pair(s), interleaved; pair 1's pipeline run is the "
+          f"job's first, whose documents are the bare side's texts", flush=True)
     for k in range(args.pairs):
-      for job in jobs:
-        bare_s, tokens[job.name] = bare_run(job, calls_paths[job.name])
-        fast_s, _ = bare_run(job, calls_paths[job.name], fast=True)
-        r = pipeline_run(job, os.path.join(tmp, f"out_{job.name}_{k}"))
-        n = tokens[job.name]
+      for i, name in enumerate(names):
+        if k == 0:  # the input, and the first run: pair 1's pipeline side, then its bare side
+          t0 = time.perf_counter()
+          job, r = make_job(name, os.path.join(tmp, name), args.scale, per_call)
+          jobs.append(job)
+          calls_paths[name] = os.path.join(tmp, f"{name}.calls.pickle")
+          with open(calls_paths[name], "wb") as f:
+            pickle.dump(job.calls, f, protocol=pickle.HIGHEST_PROTOCOL)
+          print(f"{name}: {job.input_bytes / 1e6:.1f} MB input, {job.documents:,} documents, "
+                f"{job.text_bytes / 1e6:.1f} MB of text in {len(job.calls)} encode_batch "
+                f"calls (generated and run in {time.perf_counter() - t0:.1f} s)", flush=True)
+        job = jobs[i]
+        bare_s, tokens[name] = bare_run(job, calls_paths[name])
+        fast_s, _ = bare_run(job, calls_paths[name], fast=True)
+        if k:
+          r = pipeline_run(job, os.path.join(tmp, f"out_{name}_{k}"))
+        n = tokens[name]
         pair = {"bare_s": bare_s, "fast_s": fast_s, "pipeline_s": r["seconds"],
                 "wall_s": r["wall"], "bare_rate": n / bare_s, "pipeline_rate": n / r["seconds"],
                 "ratio": bare_s / r["seconds"], "ratio_fast": fast_s / r["seconds"]}
-        pairs[job.name].append(pair)
-        print(f"pair {k + 1} {job.name:11s}: bare {bare_s:6.2f} s ({pair['bare_rate']:10,.0f} "
+        pairs[name].append(pair)
+        print(f"pair {k + 1} {name:11s}: bare {bare_s:6.2f} s ({pair['bare_rate']:10,.0f} "
               f"tokens/s; fast {fast_s:6.2f} s)  pipeline {r['seconds']:6.2f} s "
               f"({pair['pipeline_rate']:10,.0f} tokens/s; process wall {r['wall']:6.2f} s)  "
               f"ratio {pair['ratio']:.3f} (vs fast {pair['ratio_fast']:.3f})", flush=True)

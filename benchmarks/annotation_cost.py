@@ -39,8 +39,10 @@ import tempfile
 import time
 from typing import Dict, Sequence
 
-if not __package__:  # run as a script: the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "annotation_cost", file=sys.stderr)
+  sys.exit(2)
 
 from pipelines.datasets.books import fake_input as books_fake  # pylint: disable=g-import-not-at-top
 from pipelines.fake_data.prose import Prose  # pylint: disable=g-import-not-at-top

@@ -49,8 +49,10 @@ import sys
 import tempfile
 import time
 
-if not __package__:  # run as a script (python benchmarks/hotpotqa_throughput.py): the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "hotpotqa_throughput", file=sys.stderr)
+  sys.exit(2)
 
 from benchmarks import common
 from pipelines.beam.config import RecordsConfig

@@ -57,8 +57,10 @@ import tempfile
 import time
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
-if not __package__:  # run as a script (python benchmarks/job_cost.py): the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "job_cost", file=sys.stderr)
+  sys.exit(2)
 
 from benchmarks import common
 from pipelines import datasets

@@ -26,8 +26,10 @@ import sys
 import time
 from typing import Dict, List, Sequence
 
-if not __package__:  # run as a script (python benchmarks/memory_use.py): the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "memory_use", file=sys.stderr)
+  sys.exit(2)
 
 from benchmarks.common import CommandFailed, run_main, spread
 from model import configs

@@ -29,8 +29,10 @@ import sys
 import tempfile
 import time
 
-if not __package__:  # run as a script (python benchmarks/narrativeqa_memory.py): the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "narrativeqa_memory", file=sys.stderr)
+  sys.exit(2)
 
 from benchmarks.pipeline_memory import _status_kb, tree
 from schemas import records_dir

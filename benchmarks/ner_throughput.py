@@ -59,8 +59,10 @@ import tempfile
 import time
 from typing import Dict, List, Sequence, Tuple
 
-if not __package__:  # run as a script (python benchmarks/ner_throughput.py): the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "ner_throughput", file=sys.stderr)
+  sys.exit(2)
 
 from benchmarks import common
 from schemas import records_dir

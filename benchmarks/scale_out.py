@@ -54,8 +54,10 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
-if not __package__:  # run as a script (python benchmarks/scale_out.py): the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "scale_out", file=sys.stderr)
+  sys.exit(2)
 
 from benchmarks import common
 from benchmarks.pipeline_memory import MODES, run_job

@@ -36,8 +36,10 @@ import statistics
 import tempfile
 import time
 
-if not __package__:  # run as a script (python benchmarks/wikipedia_throughput.py): the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "wikipedia_throughput", file=sys.stderr)
+  sys.exit(2)
 
 from benchmarks import common
 

@@ -47,8 +47,10 @@ import tempfile
 import time
 from typing import Callable, Dict, List, Tuple
 
-if not __package__:  # run as a script (python benchmarks/wikitext_parsers.py): the repo's packages
-  sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if not __package__:  # run as a file: the benchmarks are a package of the checkout
+  print("error: run it from the repository root as: python -m benchmarks "
+        "wikitext_parsers", file=sys.stderr)
+  sys.exit(2)
 
 from benchmarks import common
 

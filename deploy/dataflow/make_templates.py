@@ -20,14 +20,13 @@ are not parameters: Dataflow passes them itself (``gcloud dataflow flex-template
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
 JOBS_FILE = "jobs.txt"  # in --out_dir: the jobs, one a line
 
 # Flags naming files or folders: on Dataflow they must be Cloud Storage paths (the launcher VM
@@ -51,8 +50,6 @@ class _Captured(Exception):
 def job_parser(job: str) -> argparse.ArgumentParser:
   """The parser ``python -m pipelines <job>`` builds (``pipelines.runner.dataset_main``), taken
   when it is about to parse."""
-  if REPO not in sys.path:
-    sys.path.insert(0, REPO)
   from pipelines import flags, runner  # pylint: disable=g-import-not-at-top
 
   captured: Dict[str, argparse.ArgumentParser] = {}
@@ -149,8 +146,6 @@ def render(job: str) -> str:
 def write_templates(out_dir: str) -> List[str]:
   """Writes ``out_dir/<job>.json`` for every job of ``pipelines.JOBS`` and ``out_dir/jobs.txt``
   (the jobs, one a line, in registry order); returns the jobs."""
-  if REPO not in sys.path:
-    sys.path.insert(0, REPO)
   from pipelines import JOBS  # pylint: disable=g-import-not-at-top
   jobs = list(JOBS)
   texts = {job: render(job) for job in jobs}  # every parser first: no partial folder on error
@@ -174,6 +169,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.error("--check is gone: the templates are generated at build time, not committed "
              "(--out_dir DIR writes them)")
   args = ap.parse_args(argv)
+  if importlib.util.find_spec("pipelines") is None:
+    ap.error("the readtwice package is not importable here: pip install -e '.[pipeline]' "
+             "first (deploy/dataflow/cloudbuild.yaml runs this in the worker image)")
   jobs = write_templates(args.out_dir)
   print(f"wrote {len(jobs)} templates to {args.out_dir}: {' '.join(jobs)}")
   return 0
