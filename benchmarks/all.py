@@ -9,9 +9,9 @@ input, which its spec's ``fake_input`` writes in its official layout (its folder
 HotpotQA questions, a multistream Wikipedia dump with its index (links, redirects, templates,
 tables, refs, ...), Gutenberg-style books of 300-700 KB, TriviaQA's ``qa/`` files with their
 ``evidence/`` (one document per question and page), NarrativeQA's layout with stories of
-30k-70k words and 5 questions each (real NarrativeQA has ~30 per story: every question repeats
-the story's segments in the records, while the story is tokenised once), JSON lines of
-extractive QA.  The job's first run on it is pair 1's pipeline side: the documents it wrote
+30k-70k words and 30 questions each as in the real set (every question is a document that
+repeats the story's segments in the records, while the story is tokenised once: the bare side
+encodes each story once), JSON lines of extractive QA.  The job's first run on it is pair 1's pipeline side: the documents it wrote
 (its ``documents/`` side files: the texts it tokenised) are the bare side's texts, and how many
 every later run must write.
 

@@ -27,9 +27,9 @@ input), and finally as the ``measured=Cost(...)`` of each dataset's
 
 The generated inputs are each dataset's fake input (its folder's ``fake_input.py``) at
 ``LARGE`` x ``--scale`` and ``TINY`` x that: e.g. a bz2 multistream Wikipedia dump, the form of
-the official dumps, so that its slope includes bz2 decompression; NarrativeQA with 5 questions
-per story (every question is a document holding its whole story, so the cost follows questions
-x story size, the work's unit).
+the official dumps, so that its slope includes bz2 decompression; NarrativeQA with 30 questions
+per story as in the real set (every question is a document holding its whole story, so the
+cost follows questions x story size, the work's unit).
 
 It also times decompressing gzip, bz2 and xz text in-process (CPU s per uncompressed MB:
 ``DECOMPRESS_CPU_S_PER_MB``, added by ``--estimate`` for compressed inputs).

@@ -42,6 +42,9 @@ def tree(root) -> dict:
   return out
 
 
+NQA_QUESTIONS = 5  # per generated story
+
+
 @pytest.fixture
 def private_tmp(tmp_path, monkeypatch):
   """A temporary-files folder of the test's own (Beam's pipeline temp dir lands there)."""
@@ -67,7 +70,7 @@ def make_input(name: str, root) -> list:
     return ["--input", os.path.join(root, "qa", "*-dev.json"),
             "--evidence_dir", os.path.join(root, "evidence")]
   if name == "narrativeqa":
-    narrativeqa_fake.write_narrativeqa(root, 2, 0.01)
+    narrativeqa_fake.write_narrativeqa(root, 2, 0.01, NQA_QUESTIONS)
     return ["--input", os.path.join(root, "qaps.csv"), "--split", "test"]
   assert name == "jsonl_qa"
   shutil.copytree(SAMPLE_JSONL, root)
@@ -160,7 +163,7 @@ def test_side_inputs_are_counted_per_reference(tmp_path, private_tmp, capsys):
   assert side["missing"] == 0 and side["sized"] == "every file"
   assert e["work"]["bytes"] == e["inputs"]["uncompressed_bytes"] + side["bytes"]
 
-  # NarrativeQA: each question's story (generated: NQA_QUESTIONS_PER_STORY per story).
+  # NarrativeQA: each question's story (generated: NQA_QUESTIONS per story).
   argv = make_input("narrativeqa", tmp_path / "n")
   code, lines, err = run("narrativeqa", argv + ["--output_dir", str(tmp_path / "o"),
                                                 "--estimate"], capsys)
@@ -169,9 +172,8 @@ def test_side_inputs_are_counted_per_reference(tmp_path, private_tmp, capsys):
   stories = list((tmp_path / "n" / "tmp").glob("*.content"))
   side = e["side_inputs"]["stories"]
   assert side["stories"] == len(stories) == 2
-  assert side["questions"] == 2 * narrativeqa_fake.QUESTIONS_PER_STORY
-  per_story = narrativeqa_fake.QUESTIONS_PER_STORY
-  assert side["bytes"] == sum(p.stat().st_size for p in stories) * per_story
+  assert side["questions"] == 2 * NQA_QUESTIONS
+  assert side["bytes"] == sum(p.stat().st_size for p in stories) * NQA_QUESTIONS
 
   # jsonl_qa: the context_file of every line naming one.
   argv = make_input("jsonl_qa", tmp_path / "j")
