@@ -3,7 +3,7 @@ through.
 
 Every job has the same command line: its own flags (``--input``, ``--output_dir`` and the
 record settings of :func:`new_parser`, plus the dataset's own, e.g. the annotation flags of
-:func:`add_annotation_flags`), then Beam pipeline options, so the same command runs locally or
+:func:`pipelines.beam.annotation_config.add_flags`), then Beam pipeline options, so the same command runs locally or
 on Dataflow (``--runner=DataflowRunner --project=... --region=... --temp_location=gs://...
 --sdk_container_image=...``).
 
@@ -23,16 +23,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from schemas import cli as schema_cli
 from schemas import tfrecord_io
 from pipelines.beam.config import RecordsConfig
 from pipelines.text.segmenter import SegmenterConfig
 from pipelines.text.tokenizer import TokenizerSpec
-
-if TYPE_CHECKING:
-  from pipelines.beam.annotate import AnnotationConfig
 
 EXIT_USAGE = schema_cli.EXIT_USAGE      # bad flags or flag values (argparse's convention)
 EXIT_FAILURE = schema_cli.EXIT_FAILURE  # unusable inputs or outputs, or a user error
@@ -225,102 +222,3 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
             "accept a run that writes no document (otherwise it fails with exit 1 naming the "
             "top reject reasons, and writes no COMPLETED; manifest.json and dead_letter/ are "
             "still written)")
-
-
-def add_annotation_flags(group) -> None:
-  """The annotation flags of a job (:mod:`pipelines.beam.annotate`)."""
-  from pipelines.beam.annotate import (  # pylint: disable=g-import-not-at-top
-      LINKER_CHOICES, NER_CHOICES, AnnotationConfig)
-  from pipelines.beam.annotation_plan import PLAN_FILE  # pylint: disable=g-import-not-at-top
-  d = AnnotationConfig()
-  group.add_argument("--ner", default=d.ner, choices=NER_CHOICES,
-                     help="entity mentions: spacy (offline: a blank model with an EntityRuler "
-                          "of the most linked aliases of --entities_dir) or cloud (Cloud "
-                          "Natural Language analyzeEntities, billed) (default: %(default)s)")
-  group.add_argument("--spacy_model", default=d.spacy_model,
-                     help="blank:<lang> or an installed spaCy model package name "
-                          "(default: %(default)s)")
-  group.add_argument("--linker", default=d.linker, choices=LINKER_CHOICES,
-                     help="entity ids for the mentions: alias (commonness over the alias table "
-                          "of --entities_dir) (default: %(default)s)")
-  group.add_argument("--entities_dir", default=None, io=schema_cli.READS,
-                     help="output dir of python -m pipelines wikipedia (entity vocabulary and "
-                          "alias table)")
-  group.add_argument("--linker_min_count", type=int, default=d.linker_min_count,
-                     help="links an (alias, entity) pair needs (default: %(default)s)")
-  group.add_argument("--linker_min_probability", type=float, default=d.linker_min_probability,
-                     help="smallest p(entity | alias) to link (default: %(default)s)")
-  group.add_argument("--ruler_patterns", type=int, default=d.ruler_patterns,
-                     help="most linked aliases used as EntityRuler patterns (default: "
-                          "%(default)s)")
-  group.add_argument("--annotate_batch_size", type=int, default=d.batch_size,
-                     help="documents per nlp.pipe call or per batch of API requests "
-                          "(default: %(default)s)")
-  c = d.cloud
-  group.add_argument("--nl_cache_dir", default=None,
-                     help="--ner cloud: directory (local or gs://) of cached API results, "
-                          "shared by runs and jobs (required with --ner cloud)")
-  group.add_argument("--nl_endpoint", default=None,
-                     help="--ner cloud: API host:port (default: the public endpoint)")
-  bool_flag(group, "nl_insecure_channel", False,
-            "--ner cloud: plaintext gRPC to --nl_endpoint (local emulators and fakes)")
-  group.add_argument("--nl_requests_per_minute", type=float, default=c.requests_per_minute,
-                     help="--ner cloud: requests per minute per worker process; the project's "
-                          "quota divided by the workers (default: %(default)s)")
-  group.add_argument("--nl_threads", type=int, default=c.threads,
-                     help="--ner cloud: requests in flight per worker process "
-                          "(default: %(default)s)")
-  group.add_argument("--nl_timeout_s", type=float, default=c.timeout_s,
-                     help="--ner cloud: deadline of one request (default: %(default)s)")
-  group.add_argument("--nl_max_attempts", type=int, default=c.max_attempts,
-                     help="--ner cloud: calls per request at most (retries on 429, 503 and "
-                          "deadlines, with exponential backoff) (default: %(default)s)")
-  group.add_argument("--nl_initial_backoff_s", type=float, default=c.initial_backoff_s,
-                     help="--ner cloud: wait before the first retry, doubled for each next "
-                          "one, with jitter (default: %(default)s)")
-  group.add_argument("--nl_max_backoff_s", type=float, default=c.max_backoff_s,
-                     help="--ner cloud: longest wait between retries (default: %(default)s)")
-  group.add_argument("--nl_max_request_chars", type=int, default=c.max_request_chars,
-                     help="--ner cloud: longer texts are split into requests of at most this "
-                          "many characters (default: %(default)s)")
-  group.add_argument("--nl_mention_types", default=",".join(c.mention_types),
-                     help="--ner cloud: mention types kept, from PROPER,COMMON "
-                          "(default: %(default)s)")
-  group.add_argument("--nl_max_consecutive_failures", type=int,
-                     default=d.nl_max_consecutive_failures,
-                     help="--ner cloud: stop the job (exit 1) when this many texts in a row "
-                          "fail for want of the service (UNAVAILABLE, deadlines, 5xx or "
-                          "connection errors, after the retries): an outage, not bad texts; "
-                          "0 never stops (default: %(default)s)")
-  group.add_argument("--nl_language", default=c.language,
-                     help="--ner cloud: ISO-639-1 language hint (default: detected)")
-  bool_flag(group, "dry_run", False,
-            "--ner cloud: only plan the API requests (units, cache hits, cost) and write "
-            f"{PLAN_FILE}; no call, no records")
-  group.add_argument("--max_api_units", type=int, default=d.max_api_units,
-                     help="--ner cloud: billable units this run may spend; documents beyond "
-                          "become dead letters with reason budget (default: 0, no limit)")
-  group.add_argument("--price_per_1000_units", type=float, default=d.price_per_1000_units,
-                     help="--ner cloud: price of 1,000 units for the cost estimate (check the "
-                          "current price list) (default: %(default)s)")
-
-
-def annotation_config_from_args(args) -> "AnnotationConfig":
-  """The :class:`~pipelines.beam.annotate.AnnotationConfig` of the annotation flags."""
-  from pipelines.beam.annotate import AnnotationConfig  # pylint: disable=g-import-not-at-top
-  from pipelines.entities.cloud_nl import CloudConfig  # pylint: disable=g-import-not-at-top
-  cloud = CloudConfig(
-      cache_dir=args.nl_cache_dir, endpoint=args.nl_endpoint,
-      insecure_channel=args.nl_insecure_channel, requests_per_minute=args.nl_requests_per_minute,
-      threads=args.nl_threads, timeout_s=args.nl_timeout_s, max_attempts=args.nl_max_attempts,
-      initial_backoff_s=args.nl_initial_backoff_s, max_backoff_s=args.nl_max_backoff_s,
-      max_request_chars=args.nl_max_request_chars,
-      mention_types=tuple(t.strip().upper() for t in args.nl_mention_types.split(",")
-                          if t.strip()), language=args.nl_language)
-  return AnnotationConfig(ner=args.ner, spacy_model=args.spacy_model, linker=args.linker,
-                          entities_dir=args.entities_dir, linker_min_count=args.linker_min_count,
-                          linker_min_probability=args.linker_min_probability,
-                          ruler_patterns=args.ruler_patterns, batch_size=args.annotate_batch_size,
-                          cloud=cloud, dry_run=args.dry_run, max_api_units=args.max_api_units,
-                          price_per_1000_units=args.price_per_1000_units,
-                          nl_max_consecutive_failures=args.nl_max_consecutive_failures)

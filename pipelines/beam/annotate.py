@@ -45,90 +45,19 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.utils import shared
 
-from schemas import entities as entities_schema
 from pipelines.beam import annotation_plan
+from pipelines.beam.annotation_config import AnnotationConfig
 from pipelines.beam.dead_letter import DEAD_LETTER, dead_letter
 from pipelines.beam.parse import failure
 from pipelines.beam.stats import STATS, BundleStats, SumStats
 from pipelines.document import Document, Mention
 from pipelines.entities import tables
-from pipelines.entities.cloud_nl import CloudConfig, Failure
+from pipelines.entities.cloud_nl import Failure
 from pipelines.errors import UserError
 from pipelines.text import wiki_titles, wikitext
 
 NAMESPACE = "readtwice.annotate"
-NER_CHOICES = ("none", "spacy", "cloud")
-LINKER_CHOICES = ("none", "alias")
 _MAX_MEMO = 1_000_000  # surface forms whose entity id a worker remembers
-
-
-@dataclasses.dataclass(frozen=True)
-class AnnotationConfig:
-  ner: str = "none"
-  spacy_model: str = "blank:en"
-  linker: str = "none"
-  entities_dir: Optional[str] = None  # a Wikipedia job's output dir (its entities/)
-  linker_min_count: int = 2
-  linker_min_probability: float = 0.5
-  ruler_patterns: int = 100_000  # most linked aliases, as EntityRuler patterns
-  batch_size: int = 64
-  cloud: CloudConfig = CloudConfig()
-  dry_run: bool = False
-  max_api_units: int = 0  # 0: no limit
-  price_per_1000_units: float = 1.0
-  # --ner cloud: this many texts in a row failing for want of the service (UNAVAILABLE,
-  # deadlines, 5xx, connection errors, after the retries) stop the job: an outage.  0: never.
-  nl_max_consecutive_failures: int = 20
-
-  def __post_init__(self):
-    if self.ner not in NER_CHOICES:
-      raise ValueError(f"--ner must be one of {NER_CHOICES}, got {self.ner!r}")
-    if self.linker not in LINKER_CHOICES:
-      raise ValueError(f"--linker must be one of {LINKER_CHOICES}, got {self.linker!r}")
-    if self.linker == "alias" and self.ner == "none":
-      raise ValueError("--linker alias links the mentions --ner finds: give --ner spacy too")
-    if self.linker == "alias" and not self.entities_dir:
-      raise ValueError("--linker alias needs --entities_dir (a Wikipedia job's output dir)")
-    if self.entities_dir and not tables.has_entities(self.entities_dir):
-      raise ValueError(f"--entities_dir {self.entities_dir!r} has no "
-                       f"{entities_schema.ENTITIES_DIR}/{entities_schema.VOCABULARY_FILE} "
-                       f"(run python -m pipelines wikipedia)")
-    if self.batch_size < 1:
-      raise ValueError(f"--annotate_batch_size must be >= 1, got {self.batch_size}")
-    if self.ruler_patterns < 0:
-      raise ValueError(f"--ruler_patterns must be >= 0, got {self.ruler_patterns}")
-    if self.ner == "cloud" and not self.cloud.cache_dir:
-      raise ValueError("--ner cloud needs --nl_cache_dir (where API results are kept, so that "
-                       "re-runs and other jobs never pay for the same text twice)")
-    if self.ner != "cloud" and (self.dry_run or self.max_api_units):
-      raise ValueError("--dry_run and --max_api_units are for --ner cloud")
-    if self.max_api_units < 0:
-      raise ValueError(f"--max_api_units must be >= 0 (0: no limit), got {self.max_api_units}")
-    if self.price_per_1000_units < 0:
-      raise ValueError(f"--price_per_1000_units must be >= 0, got {self.price_per_1000_units}")
-    n = self.nl_max_consecutive_failures
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
-      raise ValueError(f"--nl_max_consecutive_failures must be an integer >= 0 (0: never "
-                       f"stop), got {n!r}")
-
-  @property
-  def enabled(self) -> bool:
-    return self.ner != "none"
-
-  @property
-  def dry_run_file(self) -> Optional[str]:
-    """What a dry run writes under the output dir instead of records (None: not a dry run)."""
-    return annotation_plan.PLAN_FILE if self.dry_run else None
-
-  def describe(self) -> Dict[str, Any]:
-    """The manifest's config entries: ``annotate_batch_size`` (the job's own ``batch_size``
-    is the tokeniser's); ``cloud`` and ``nl_max_consecutive_failures`` with ``--ner cloud``."""
-    d = dataclasses.asdict(self)
-    d["annotate_batch_size"] = d.pop("batch_size")
-    if self.ner != "cloud":
-      del d["cloud"]
-      del d["nl_max_consecutive_failures"]
-    return d
 
 
 class _Annotators:

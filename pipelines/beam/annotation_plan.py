@@ -123,7 +123,7 @@ class PlanFn(beam.DoFn):
 
 def plan_report(stats: Dict[str, Any], config: Any, budget: Budget) -> Dict[str, Any]:
   """The dry run's report: documents, requests, cache hits, billable units and their cost
-  (``config``: the :class:`pipelines.beam.annotate.AnnotationConfig`)."""
+  (``config``: the :class:`pipelines.beam.annotation_config.AnnotationConfig`)."""
   def get(name):
     return int(stats.get(f"annotate/planned_{name}", 0))
 

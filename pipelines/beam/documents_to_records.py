@@ -198,7 +198,7 @@ def to_records(documents: beam.PCollection, *, dead_letters: Sequence[beam.PColl
   """The tail every dataset's job shares: the dead letters and the stats of its own stages
   (read, parse, ...) flattened, then :class:`DocumentsToRecords` with the stats report
   (:func:`pipelines.beam.report.write_report`) and, when ``annotation`` (an
-  :class:`pipelines.beam.annotate.AnnotationConfig`) is enabled, its entity annotation.
+  :class:`pipelines.beam.annotation_config.AnnotationConfig`) is enabled, its entity annotation.
   ``more``: the optional inputs of :class:`DocumentsToRecords` (``skipped``,
   ``entity_table``, ``report_input``, ``other_files``).  Returns the PCollection holding the
   manifest."""

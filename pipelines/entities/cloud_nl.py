@@ -47,6 +47,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from schemas import nl_cache
+from schemas.settings import setting
 from pipelines.entities.ner import split_for_length
 from pipelines.errors import UserError
 
@@ -62,25 +63,46 @@ Span = Tuple[int, int, str, Optional[str]]
 
 @dataclasses.dataclass(frozen=True)
 class CloudConfig:
-  """Settings of :class:`CloudBackend` (flags ``--nl_*`` of the jobs).
+  """Settings of :class:`CloudBackend` (flags ``--nl_*`` of the jobs: each field's
+  :func:`schemas.settings.setting`).
 
   ``endpoint``: ``host:port`` of the API (default: the public ``language.googleapis.com``);
   ``insecure_channel``: plaintext gRPC to ``endpoint`` (local emulators and fakes only).
   ``language``: an ISO-639-1 hint, ``""`` lets the API detect it.  ``mention_types``: which
   mentions become spans (``PROPER`` names; add ``COMMON`` for "the author"-style mentions).
   """
-  cache_dir: Optional[str] = None
-  endpoint: Optional[str] = None
-  insecure_channel: bool = False
-  requests_per_minute: float = 600.0
-  threads: int = 8
-  timeout_s: float = 60.0
-  max_attempts: int = 6
-  initial_backoff_s: float = 1.0
-  max_backoff_s: float = 32.0
-  max_request_chars: int = 100_000
-  mention_types: Tuple[str, ...] = ("PROPER",)
-  language: str = ""
+  cache_dir: Optional[str] = setting(
+      None, help="--ner cloud: directory (local or gs://) of cached API results, shared by runs "
+                 "and jobs (required with --ner cloud)")
+  endpoint: Optional[str] = setting(
+      None, help="--ner cloud: API host:port (default: the public endpoint)")
+  insecure_channel: bool = setting(
+      False, help="--ner cloud: plaintext gRPC to --nl_endpoint (local emulators and fakes)")
+  requests_per_minute: float = setting(
+      600.0, help="--ner cloud: requests per minute per worker process; the project's quota "
+                  "divided by the workers (default: %(default)s)")
+  threads: int = setting(
+      8, help="--ner cloud: requests in flight per worker process (default: %(default)s)")
+  timeout_s: float = setting(
+      60.0, help="--ner cloud: deadline of one request (default: %(default)s)")
+  max_attempts: int = setting(
+      6, help="--ner cloud: calls per request at most (retries on 429, 503 and deadlines, with "
+              "exponential backoff) (default: %(default)s)")
+  initial_backoff_s: float = setting(
+      1.0, help="--ner cloud: wait before the first retry, doubled for each next one, with "
+                "jitter (default: %(default)s)")
+  max_backoff_s: float = setting(
+      32.0, help="--ner cloud: longest wait between retries (default: %(default)s)")
+  max_request_chars: int = setting(
+      100_000, help="--ner cloud: longer texts are split into requests of at most this many "
+                    "characters (default: %(default)s)")
+  mention_types: Tuple[str, ...] = setting(
+      ("PROPER",), help="--ner cloud: mention types kept, from PROPER,COMMON (default: "
+                        "%(default)s)",
+      parse=lambda text: tuple(t.strip().upper() for t in text.split(",") if t.strip()),
+      show=",".join)
+  language: str = setting(
+      "", help="--ner cloud: ISO-639-1 language hint (default: detected)")
 
   def __post_init__(self):
     def positive(name, value, kind=(int, float)):

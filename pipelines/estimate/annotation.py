@@ -14,7 +14,7 @@ from pipelines.estimate.costs import (ANNOTATION, CHARS_PER_WORD, CLOUD_NL_PRICE
 from pipelines.estimate.sizing import Work
 
 def _annotation_config(options: Any) -> Any:
-  """The job's :class:`pipelines.beam.annotate.AnnotationConfig` (None: the job has none)."""
+  """The job's :class:`pipelines.beam.annotation_config.AnnotationConfig` (None: the job has none)."""
   if options is not None and hasattr(options, "ner") and hasattr(options, "spacy_model"):
     return options
   return getattr(options, "annotation", None)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import estimate
-from pipelines.beam.annotate import AnnotationConfig
+from pipelines.beam.annotation_config import AnnotationConfig
 from pipelines.entities.cloud_nl import CloudConfig
 from pipelines.errors import UserError
 from schemas import entities as entities_schema

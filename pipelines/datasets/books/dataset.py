@@ -17,9 +17,9 @@ from typing import Dict, List
 
 import apache_beam as beam
 
-from pipelines import flags
 from pipelines.beam import report as report_lib
-from pipelines.beam.annotate import AnnotationConfig
+from pipelines.beam import annotation_config
+from pipelines.beam.annotation_config import AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.documents_to_records import to_records
@@ -56,6 +56,6 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
 
 spec = DatasetSpec(
     name="books", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
-    add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args,
+    add_flags=annotation_config.add_flags, options_from_args=annotation_config.config_from_args,
     outputs=OUTPUTS,
     cost=cost.COST, fake_input=fake_input.write)

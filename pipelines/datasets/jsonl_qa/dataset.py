@@ -22,10 +22,10 @@ import apache_beam as beam
 
 from schemas import data_paths
 from schemas.data_paths import DataPathPolicy
-from pipelines import flags
 from pipelines.beam import data_files, read
 from pipelines.beam import report as report_lib
-from pipelines.beam.annotate import AnnotationConfig
+from pipelines.beam import annotation_config
+from pipelines.beam.annotation_config import AnnotationConfig
 from pipelines.beam.label_answers import GivenAnswerSpans
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -77,6 +77,6 @@ def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsCo
 
 spec = DatasetSpec(
     name="jsonl_qa", description=__doc__.split("\n\n")[0], example=EXAMPLE, build=build,
-    add_flags=flags.add_annotation_flags, options_from_args=flags.annotation_config_from_args,
+    add_flags=annotation_config.add_flags, options_from_args=annotation_config.config_from_args,
     task="extractive_qa", deployed=False, outputs=report_lib.OUTPUTS,
     cost=cost.COST, fake_input=fake_input.write)

@@ -23,11 +23,11 @@ from typing import Any, Dict, List, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import flags
 from schemas import cli as schema_cli
 from pipelines.beam import read_parquet
 from pipelines.beam import report as report_lib
-from pipelines.beam.annotate import AnnotationConfig
+from pipelines.beam import annotation_config
+from pipelines.beam.annotation_config import AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.documents_to_records import to_records
@@ -107,7 +107,7 @@ def add_flags(group) -> None:
                           "(default: %(default)s)")
   group.add_argument("--oracle_max_spans", type=int, default=o.max_spans,
                      help="answer spans per question at most (default: %(default)s)")
-  flags.add_annotation_flags(group)
+  annotation_config.add_flags(group)
 
 
 def options_from_args(args) -> NarrativeQAOptions:
@@ -116,7 +116,7 @@ def options_from_args(args) -> NarrativeQAOptions:
       summaries=args.summaries, stories_dir=args.stories_dir,
       oracle=OracleConfig(min_score=args.oracle_min_score, relative=args.oracle_relative,
                           max_spans=args.oracle_max_spans),
-      annotation=flags.annotation_config_from_args(args))
+      annotation=annotation_config.config_from_args(args))
 
 
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,

@@ -29,7 +29,8 @@ from pipelines import flags
 from schemas import cli as schema_cli
 from pipelines.beam import inputs, read, read_parquet
 from pipelines.beam import report as report_lib
-from pipelines.beam.annotate import AnnotationConfig
+from pipelines.beam import annotation_config
+from pipelines.beam.annotation_config import AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
 from pipelines.beam.documents_to_records import to_records
@@ -104,7 +105,7 @@ def add_flags(group) -> None:
                   "Wikipedia questions: one document per (question, page), id "
                   "QuestionId--Filename, as the per-document evaluation keys; web questions are "
                   "always per page")
-  flags.add_annotation_flags(group)
+  annotation_config.add_flags(group)
 
 
 def _hub_only(pattern: str) -> bool:
@@ -125,7 +126,7 @@ def check_evidence_dir_for(path: str, pattern: str) -> None:
 def options_from_args(args) -> TriviaQAOptions:
   check_evidence_dir_for(args.evidence_dir, getattr(args, "input", "") or "")
   return TriviaQAOptions(evidence_dir=args.evidence_dir or "", per_document=args.per_document,
-                         annotation=flags.annotation_config_from_args(args))
+                         annotation=annotation_config.config_from_args(args))
 
 
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,

@@ -94,7 +94,8 @@ def test_annotate_fn_mentions_and_counters(entities_dir):
   # one gives; mentions are Mention tuples; counters and the distribution are the sums over
   # the documents, counted once a batch.
   from apache_beam.utils import shared
-  from pipelines.beam.annotate import AnnotationConfig, _AnnotateFn
+  from pipelines.beam.annotate import _AnnotateFn
+  from pipelines.beam.annotation_config import AnnotationConfig
   from pipelines.document import Document, Mention
 
   config = AnnotationConfig(ner="spacy", linker="alias", entities_dir=entities_dir,

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from pipelines.beam import annotate
+from pipelines.beam import annotation_config
 from pipelines.entities.cloud_nl import Failure
 from pipelines.errors import UserError
 from tests.pipelines.fake_language import FakeLanguageServer, KnownEntity
@@ -121,7 +122,7 @@ def test_outage_detector_counts_only_service_failures_in_a_row():
 
 def test_the_limit_is_a_checked_flag():
   with pytest.raises(ValueError, match="--nl_max_consecutive_failures must be an integer >= 0"):
-    annotate.AnnotationConfig(nl_max_consecutive_failures=-1)
-  d = annotate.AnnotationConfig(ner="cloud", cloud=annotate.CloudConfig(cache_dir="c"))
+    annotation_config.AnnotationConfig(nl_max_consecutive_failures=-1)
+  d = annotation_config.AnnotationConfig(ner="cloud", cloud=annotation_config.CloudConfig(cache_dir="c"))
   assert d.describe()["nl_max_consecutive_failures"] == 20
-  assert "nl_max_consecutive_failures" not in annotate.AnnotationConfig().describe()
+  assert "nl_max_consecutive_failures" not in annotation_config.AnnotationConfig().describe()
