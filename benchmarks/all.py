@@ -23,8 +23,8 @@ pipeline before pair k+1:
   (word cache cold, like a new pipeline worker's), in a fresh interpreter like the pipeline
   (every tokenizer built in one process makes the next ones slower: 6.4 s -> 8.6 s over five
   HotpotQA passes, which flattered the later pairs' ratios), over exactly the texts the pipeline
-  tokenises (the first run's documents: the Wikipedia page's clean text, not the raw
-  wikitext; the NarrativeQA story cut and joined), in the calls ``TokenizeAndSegmentFn`` makes:
+  tokenises (the first run's documents, in the order it read them: the Wikipedia page's clean
+  text, not the raw wikitext; the NarrativeQA story cut and joined), in the calls ``TokenizeAndSegmentFn`` makes:
   chunks of ``min(CHUNK, batch_size)`` documents or fewer of ``CHUNK_CHARS`` characters (a chunk is
   not cut between documents that read one text), each call the distinct texts of its documents and
   then of their questions.  Only the ``encode_batch`` calls are timed: reading, parsing,
@@ -126,11 +126,23 @@ def dir_bytes(path: str) -> int:
   return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
+def read_order(docs: Sequence[Dict]) -> List[Dict]:
+  """Side-file documents (sorted by id within a shard) in the order the job read them: by
+  source record (``keys.split_source_id``: file, then index), the documents that read one
+  source document's text (``source_document_id``: NarrativeQA's questions of a story) together,
+  as the job hands them to the tokenizer."""
+  from pipelines import keys  # pylint: disable=g-import-not-at-top
+  groups: Dict[str, List[Dict]] = {}
+  for d in sorted(docs, key=lambda d: keys.split_source_id(d.get("source_id") or "")):
+    groups.setdefault(d.get("source_document_id") or f"\0{d['document_id']}", []).append(d)
+  return [d for group in groups.values() for d in group]
+
+
 def make_job(name: str, root: str, scale: float, per_call: int) -> Tuple[Job, Dict]:
   """The dataset's fake input (its spec's ``fake_input``) at ``scale`` under ``root/input``, and
   the first run of the job on it (:func:`pipeline_child`: pair 1's pipeline side), whose
-  documents (the texts it wrote, in the order of its side files) are the bare side's texts;
-  returns the job and that run's figures."""
+  documents (the texts it wrote, in the order it read them: :func:`read_order`) are the bare
+  side's texts; returns the job and that run's figures."""
   fake = datasets.get(name).fake_input(os.path.join(root, "input"), scale)
   out_dir = os.path.join(root, "first_run")
   r = common.child_run("benchmarks.all", [name, json.dumps(fake.argv), out_dir, "-"], None,
@@ -143,8 +155,8 @@ def make_job(name: str, root: str, scale: float, per_call: int) -> Tuple[Job, Di
     raise SystemExit(f"{name}: the first run wrote {r['counts']['written']} documents but its "
                      f"side files hold {len(docs)}")
   job = Job(name, fake.argv, dir_bytes(os.path.join(root, "input")), len(docs),
-            encode_calls([(d["text"], d.get("question") or "") for d in docs.values()],
-                         per_call))
+            encode_calls([(d["text"], d.get("question") or "")
+                          for d in read_order(list(docs.values()))], per_call))
   return job, check_run(job, r)
 
 

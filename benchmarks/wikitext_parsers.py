@@ -193,7 +193,7 @@ def ceiling(tmp: str, pairs: int, scale: float) -> Dict[str, List[float]]:
   from benchmarks import all as all_bench  # pylint: disable=g-import-not-at-top
   from benchmarks.hotpotqa_throughput import docs_per_encode_call  # pylint: disable=g-import-not-at-top
   from pipelines.beam.config import RecordsConfig  # pylint: disable=g-import-not-at-top
-  job = all_bench.make_job("wikipedia", os.path.join(tmp, "in"), scale,
+  job, _ = all_bench.make_job("wikipedia", os.path.join(tmp, "in"), scale,
                            docs_per_encode_call(RecordsConfig()))
   input_pattern = job.argv[job.argv.index("--input") + 1]
   calls = os.path.join(tmp, "calls.pickle")

@@ -66,14 +66,18 @@ def add_flags(group, cls: Type, prefix: str = "") -> None:
 
 def from_args(cls: Type, args: Any, prefix: str = "") -> Any:
   """The config ``cls`` of the parsed flags ``args`` (an argparse Namespace); its fields
-  without a flag keep their defaults."""
+  without a flag, and those whose flag is None (unset, its ``show`` default None), keep their
+  defaults."""
   values: Dict[str, Any] = {}
   for f, meta in _settings(cls):
     if _nested(f):
       values[f.name] = from_args(type(f.default), args, prefix + meta["prefix"])
       continue
     value = getattr(args, prefix + (meta["flag"] or f.name))
-    values[f.name] = value if meta["parse"] is None or value is None else meta["parse"](value)
+    if value is None:  # a flag left unset whose default shows as none: the field's default
+      values[f.name] = f.default
+    else:
+      values[f.name] = value if meta["parse"] is None else meta["parse"](value)
   return cls(**values)
 
 

@@ -30,6 +30,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import entities as entities_schema
+from schemas.settings import setting
 from pipelines import atomic_files
 
 NAMESPACE = "readtwice.entities"
@@ -37,9 +38,15 @@ NAMESPACE = "readtwice.entities"
 
 @dataclasses.dataclass(frozen=True)
 class VocabularyConfig:
-  min_entity_count: int = 1
-  max_entities: int = 1_000_000  # 0: no limit
-  entity_partitions: int = 16  # link targets are resolved in this many partitions (files)
+  min_entity_count: int = setting(
+      1, help="mentions an entity needs to get an id (default: %(default)s)")
+  max_entities: int = setting(
+      1_000_000, help="largest entity vocabulary, most mentioned first; 0: no limit (default: "
+                      "%(default)s)")
+  entity_partitions: int = setting(
+      16, help="link targets are resolved in this many partitions, one aliases file each; more "
+               "for larger corpora (a worker holds one partition's distinct (target, anchor) "
+               "pairs) (default: %(default)s)")
 
   def __post_init__(self):
     if not isinstance(self.min_entity_count, int) or self.min_entity_count < 1:

@@ -80,6 +80,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from schemas.settings import setting
 from schemas.text_metrics import lcs_length
 
 _WORD_RE = re.compile(r"\S+")
@@ -104,9 +105,12 @@ class OracleConfig:
     max_spans: At most this many spans per question (>= 1).
     extra_words: Windows have at most 2 * |answer| + extra_words words (>= 0).
   """
-  min_score: float = 0.35
-  relative: float = 0.9
-  max_spans: int = 100
+  min_score: float = setting(
+      0.35, help="smallest ROUGE-L F1 of an answer span (default: %(default)s)")
+  relative: float = setting(
+      0.9, help="keep spans scoring at least this share of the question's best (default: "
+                "%(default)s)")
+  max_spans: int = setting(100, help="answer spans per question at most (default: %(default)s)")
   extra_words: int = 5
 
   def __post_init__(self):

@@ -23,10 +23,11 @@ from typing import Any, Dict, List, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from schemas import cli as schema_cli
+from schemas import cli
+from schemas import settings
+from schemas.settings import setting
 from pipelines.beam import read_parquet
 from pipelines.beam import report as report_lib
-from pipelines.beam import annotation_config
 from pipelines.beam.annotation_config import AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -50,13 +51,25 @@ QUESTIONS = "questions"
 
 @dataclasses.dataclass(frozen=True)
 class NarrativeQAOptions:
-  split: str = "test"
-  context: str = "story"
-  documents: Optional[str] = None  # default: documents.csv beside --input
-  summaries: Optional[str] = None  # default: third_party/wikipedia/summaries.csv beside it
-  stories_dir: Optional[str] = None  # default: tmp/ beside it
-  oracle: OracleConfig = OracleConfig()
-  annotation: AnnotationConfig = AnnotationConfig()
+  """The NarrativeQA job's own settings (each field a flag, its help beside it:
+  :func:`schemas.settings.setting`; the oracle's as ``--oracle_*``, the annotation's in their
+  place)."""
+  split: str = setting("test", choices=reader.SPLITS,
+                       help="questions and stories of this set (default: %(default)s)")
+  context: str = setting(
+      "story", choices=reader.CONTEXTS,
+      help="what the questions are read with: the whole story, or its Wikipedia summary "
+           "(default: %(default)s)")
+  documents: Optional[str] = setting(  # default: documents.csv beside --input
+      None, io=cli.READS, help="documents.csv (default: beside --input)")
+  summaries: Optional[str] = setting(  # default: third_party/wikipedia/summaries.csv beside it
+      None, io=cli.READS,
+      help="summaries.csv (default: third_party/wikipedia/summaries.csv beside --input)")
+  stories_dir: Optional[str] = setting(  # default: tmp/ beside it
+      None, io=cli.READS,
+      help="folder of <document_id>.content stories (default: tmp/ beside --input)")
+  oracle: OracleConfig = setting(OracleConfig(), prefix="oracle_")
+  annotation: AnnotationConfig = setting(AnnotationConfig())
 
   def __post_init__(self):
     if self.split not in reader.SPLITS:
@@ -85,38 +98,12 @@ class NarrativeQAOptions:
 
 
 def add_flags(group) -> None:
-  d = NarrativeQAOptions()
-  group.add_argument("--split", default=d.split, choices=reader.SPLITS,
-                     help="questions and stories of this set (default: %(default)s)")
-  group.add_argument("--context", default=d.context, choices=reader.CONTEXTS,
-                     help="what the questions are read with: the whole story, or its "
-                          "Wikipedia summary (default: %(default)s)")
-  group.add_argument("--documents", default=None, io=schema_cli.READS,
-                     help="documents.csv (default: beside --input)")
-  group.add_argument("--summaries", default=None, io=schema_cli.READS,
-                     help="summaries.csv (default: third_party/wikipedia/summaries.csv beside "
-                          "--input)")
-  group.add_argument("--stories_dir", default=None, io=schema_cli.READS,
-                     help="folder of <document_id>.content stories (default: tmp/ beside "
-                          "--input)")
-  o = d.oracle
-  group.add_argument("--oracle_min_score", type=float, default=o.min_score,
-                     help="smallest ROUGE-L F1 of an answer span (default: %(default)s)")
-  group.add_argument("--oracle_relative", type=float, default=o.relative,
-                     help="keep spans scoring at least this share of the question's best "
-                          "(default: %(default)s)")
-  group.add_argument("--oracle_max_spans", type=int, default=o.max_spans,
-                     help="answer spans per question at most (default: %(default)s)")
-  annotation_config.add_flags(group)
+  """The job's own flags: every setting of :class:`NarrativeQAOptions`."""
+  settings.add_flags(group, NarrativeQAOptions)
 
 
 def options_from_args(args) -> NarrativeQAOptions:
-  return NarrativeQAOptions(
-      split=args.split, context=args.context, documents=args.documents,
-      summaries=args.summaries, stories_dir=args.stories_dir,
-      oracle=OracleConfig(min_score=args.oracle_min_score, relative=args.oracle_relative,
-                          max_spans=args.oracle_max_spans),
-      annotation=annotation_config.config_from_args(args))
+  return settings.from_args(NarrativeQAOptions, args)
 
 
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,

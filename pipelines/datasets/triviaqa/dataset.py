@@ -25,11 +25,11 @@ from typing import Any, Dict, List, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import flags
-from schemas import cli as schema_cli
+from schemas import cli
+from schemas import settings
+from schemas.settings import setting
 from pipelines.beam import inputs, read, read_parquet
 from pipelines.beam import report as report_lib
-from pipelines.beam import annotation_config
 from pipelines.beam.annotation_config import AnnotationConfig
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -54,9 +54,18 @@ LIST_KEY = "Data"  # the official question files: {"Data": [...], "Domain": ...,
 
 @dataclasses.dataclass(frozen=True)
 class TriviaQAOptions:
-  evidence_dir: str = ""  # "" only when every input is a Hub Parquet file
-  per_document: bool = False
-  annotation: AnnotationConfig = AnnotationConfig()
+  """The TriviaQA job's own settings (each field a flag, its help beside it:
+  :func:`schemas.settings.setting`; the annotation's in their place)."""
+  evidence_dir: str = setting(  # "" only when every input is a Hub Parquet file
+      "", show=lambda path: path or None, io=cli.READS,
+      help="TriviaQA's evidence/ folder (wikipedia/ and web/ under it; local or gs://); "
+           "required unless every --input is a Hugging Face Hub Parquet file (config rc), whose "
+           "rows hold the evidence texts")
+  per_document: bool = setting(
+      False, help="Wikipedia questions: one document per (question, page), id "
+                  "QuestionId--Filename, as the per-document evaluation keys; web questions are "
+                  "always per page")
+  annotation: AnnotationConfig = setting(AnnotationConfig())
 
   @property
   def dry_run_file(self) -> Optional[str]:
@@ -97,15 +106,8 @@ def check_evidence_dir(path: str) -> None:
 
 
 def add_flags(group) -> None:
-  group.add_argument("--evidence_dir", default=None, io=schema_cli.READS,
-                     help="TriviaQA's evidence/ folder (wikipedia/ and web/ under it; local or "
-                          "gs://); required unless every --input is a Hugging Face Hub Parquet "
-                          "file (config rc), whose rows hold the evidence texts")
-  flags.bool_flag(group, "per_document", False,
-                  "Wikipedia questions: one document per (question, page), id "
-                  "QuestionId--Filename, as the per-document evaluation keys; web questions are "
-                  "always per page")
-  annotation_config.add_flags(group)
+  """The job's own flags: every setting of :class:`TriviaQAOptions`."""
+  settings.add_flags(group, TriviaQAOptions)
 
 
 def _hub_only(pattern: str) -> bool:
@@ -125,8 +127,7 @@ def check_evidence_dir_for(path: str, pattern: str) -> None:
 
 def options_from_args(args) -> TriviaQAOptions:
   check_evidence_dir_for(args.evidence_dir, getattr(args, "input", "") or "")
-  return TriviaQAOptions(evidence_dir=args.evidence_dir or "", per_document=args.per_document,
-                         annotation=annotation_config.config_from_args(args))
+  return settings.from_args(TriviaQAOptions, args)
 
 
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,

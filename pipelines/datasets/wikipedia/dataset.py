@@ -17,9 +17,10 @@ from typing import Any, Dict, List, Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
+from schemas import cli
 from schemas import entities as entities_schema
-from pipelines import flags
-from schemas import cli as schema_cli
+from schemas import settings
+from schemas.settings import setting
 from pipelines.beam import report as report_lib
 from pipelines.beam.config import RecordsConfig
 from pipelines.beam.dead_letter import DEAD_LETTER
@@ -44,11 +45,19 @@ OUTPUTS = (f"{entities_schema.ENTITIES_DIR}/*",) + report_lib.OUTPUTS
 
 @dataclasses.dataclass(frozen=True)
 class WikipediaOptions:
-  rules: PageRules = PageRules()
-  vocabulary: VocabularyConfig = VocabularyConfig()
-  streams_per_split: int = 10
-  max_splits: int = 0
-  index: Optional[str] = None
+  """The Wikipedia job's own settings (each field a flag, its help beside it:
+  :func:`schemas.settings.setting`; the page rules' and the vocabulary's in their place)."""
+  index: Optional[str] = setting(
+      None, io=cli.READS,
+      help="multistream index (*-multistream-index.txt.bz2) of a single --input dump; default: "
+           "found beside each dump")
+  streams_per_split: int = setting(
+      10, help="bz2 streams (~100 pages each) per read split of a multistream dump (default: "
+               "%(default)s)")
+  max_splits: int = setting(
+      0, help="at most this many read splits per dump (0: by --streams_per_split)")
+  vocabulary: VocabularyConfig = setting(VocabularyConfig())
+  rules: PageRules = setting(PageRules())
 
   def __post_init__(self):
     if self.streams_per_split < 1:
@@ -65,39 +74,12 @@ class WikipediaOptions:
 
 
 def add_flags(group) -> None:
-  d = WikipediaOptions()
-  group.add_argument("--index", default=None, io=schema_cli.READS,
-                     help="multistream index (*-multistream-index.txt.bz2) of a single --input "
-                          "dump; default: found beside each dump")
-  group.add_argument("--streams_per_split", type=int, default=d.streams_per_split,
-                     help="bz2 streams (~100 pages each) per read split of a multistream dump "
-                          "(default: %(default)s)")
-  group.add_argument("--max_splits", type=int, default=d.max_splits,
-                     help="at most this many read splits per dump (0: by --streams_per_split)")
-  group.add_argument("--min_entity_count", type=int, default=d.vocabulary.min_entity_count,
-                     help="mentions an entity needs to get an id (default: %(default)s)")
-  group.add_argument("--max_entities", type=int, default=d.vocabulary.max_entities,
-                     help="largest entity vocabulary, most mentioned first; 0: no limit "
-                          "(default: %(default)s)")
-  group.add_argument("--entity_partitions", type=int,
-                     default=d.vocabulary.entity_partitions,
-                     help="link targets are resolved in this many partitions, one aliases file "
-                          "each; more for larger corpora (a worker holds one partition's "
-                          "distinct (target, anchor) pairs) (default: %(default)s)")
-  flags.bool_flag(group, "keep_disambiguation", d.rules.keep_disambiguation,
-                  "keep disambiguation pages as documents")
-  flags.bool_flag(group, "self_mentions", d.rules.self_mentions,
-                  "mentions of a page's own title in its text are mentions of its entity")
+  """The job's own flags: every setting of :class:`WikipediaOptions`."""
+  settings.add_flags(group, WikipediaOptions)
 
 
 def options_from_args(args) -> WikipediaOptions:
-  return WikipediaOptions(
-      rules=PageRules(keep_disambiguation=args.keep_disambiguation,
-                      self_mentions=args.self_mentions),
-      vocabulary=VocabularyConfig(min_entity_count=args.min_entity_count,
-                                  max_entities=args.max_entities,
-                                  entity_partitions=args.entity_partitions),
-      streams_per_split=args.streams_per_split, max_splits=args.max_splits, index=args.index)
+  return settings.from_args(WikipediaOptions, args)
 
 
 def build(p: beam.Pipeline, paths: List[str], output_dir: str, config: RecordsConfig,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, FrozenSet, List, Optional, Tuple, Union
 
+from schemas.settings import setting
 from pipelines.document import Document, Mention, Paragraph
 from pipelines.datasets.wikipedia.reader import Page, SiteInfo
 from pipelines.text import wiki_titles, wikitext
@@ -30,10 +31,11 @@ DOCUMENT, REDIRECT, SKIP = "document", "redirect", "skip"
 
 @dataclasses.dataclass(frozen=True)
 class PageRules:
-  keep_disambiguation: bool = False
+  keep_disambiguation: bool = setting(False, help="keep disambiguation pages as documents")
   disambiguation_templates: FrozenSet[str] = wikitext.DEFAULT_DISAMBIGUATION_TEMPLATES
   disambiguation_title_suffix: bool = True
-  self_mentions: bool = True
+  self_mentions: bool = setting(
+      True, help="mentions of a page's own title in its text are mentions of its entity")
 
   def describe(self) -> Dict:
     return {"keep_disambiguation": self.keep_disambiguation,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import importlib
 import json
 import os
@@ -124,3 +126,23 @@ def test_options_for_reads_only_the_datasets_own_flags(tmp_path):
   assert datasets.get("narrativeqa").options_for(["--split", "valid"]).split == "valid"
   with pytest.raises(SystemExit):  # a dataset flag's bad value is the command line's error
     datasets.get("narrativeqa").options_for(["--split", "tset"])
+
+
+@pytest.mark.parametrize("name", datasets.DATASETS)
+def test_a_datasets_own_flags_are_its_options_settings(name, tmp_path):
+  """Each dataset's flags are declared once, as the settings of its options' fields
+  (:mod:`schemas.settings`), and unset they give the options' defaults."""
+  from schemas import cli, settings  # pylint: disable=g-import-not-at-top
+  spec = datasets.get(name)
+  parser = cli.Parser(f"pipelines {name}", spec.summary, spec.example)
+  spec.add_flags(parser.add_argument_group("settings"))
+  shown = [s[2:] for a in parser._actions  # pylint: disable=protected-access
+           if a.help != argparse.SUPPRESS for s in a.option_strings if s.startswith("--")]
+  argv = []
+  if name == "triviaqa":  # its one flag a run needs
+    (tmp_path / "wikipedia").mkdir()
+    argv = ["--evidence_dir", str(tmp_path)]
+  options = spec.options_for(argv)
+  assert shown[1:] == settings.flag_names(type(options))  # (after --help)
+  assert options == dataclasses.replace(type(options)(), **(
+      {"evidence_dir": str(tmp_path)} if name == "triviaqa" else {}))
