@@ -52,7 +52,7 @@ GPU = ["tensorflow[and-cuda]>=2.21,<2.22"]  # CUDA/cuDNN as nvidia-* wheels; hos
 # deploy/trainer/install.sh does.
 TPU = ["tensorflow-tpu>=2.20,<2.21", "libtpu>=0.0.14,<0.0.15"]
 # Only to regenerate the RoBERTa parity test's committed reference
-# (`python -m tests.model.make_roberta_reference`); the tests and model.roberta need no torch.
+# (`python -m tests.model.roberta_import.make_roberta_reference`); the tests and model.roberta need no torch.
 ROBERTA_TEST = ["torch==2.13.0", "transformers==5.23.0"]
 
 setup(

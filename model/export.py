@@ -2,7 +2,7 @@
 repository.
 
 ``tf.saved_model.load(E).signatures["serving_default"](**pack)`` runs it in any process that has
-TensorFlow (tested in one that cannot import this repository: ``tests/model/test_export.py``).
+TensorFlow (tested in one that cannot import this repository: ``tests/model/inference/test_export.py``).
 
 CLI::
 

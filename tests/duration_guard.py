@@ -44,7 +44,7 @@ ALLOWED: Dict[str, Tuple[float, str]] = {
     "tests/benchmarks/test_benchmarks.py::test_benchmark_prints_its_figure_last": (
         150.0, "every benchmark as a user runs it, a process that loads Beam or TensorFlow; "
         "memory_ladder pre-trains and fine-tunes two models"),
-    "tests/model/test_trainer.py::test_killed_run_resumes_with_the_same_batches": (
+    "tests/model/training/test_trainer.py::test_killed_run_resumes_with_the_same_batches": (
         120.0, "a training process killed mid-run, then resumed: two TensorFlow processes that "
         "build, trace and train"),
 }

@@ -25,7 +25,7 @@ from tests import REPO_ROOT
 
 TF_BUILDS = {"tensorflow", "tensorflow-cpu", "tensorflow-tpu", "tensorflow-gpu"}
 TEST_ONLY = {"pytest", "ruff"}
-# Only to regenerate the RoBERTa parity reference (tests/model/make_roberta_reference.py): in no
+# Only to regenerate the RoBERTa parity reference (tests/model/roberta_import/make_roberta_reference.py): in no
 # requirements file (torch from PyPI is the multi-GB CUDA build on Linux).
 REGENERATE_ONLY = {"torch", "transformers"}
 

@@ -92,7 +92,7 @@ class _SummedGradients:
   2,370 were the optimizer's.  Here they are computed once a step (the step counter moves only
   after the whole update, so every variable saw the same values), and each variable's own
   update keeps Keras' ops in Keras' order: the same values bit for bit
-  (tests/model/test_optimizer_steps.py).  Grappler merged the repeated ops before they ran, so
+  (tests/model/training/test_optimizer_steps.py).  Grappler merged the repeated ops before they ran, so
   a step runs as fast as before; what is saved is tracing and optimizing the graph, ~1 s of
   every training's start.
   """

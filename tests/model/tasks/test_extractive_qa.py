@@ -11,7 +11,7 @@ from model import evaluate, tasks
 from model.training import train_lib
 from model.inference import predict_lib
 from model.evaluation import squad
-from tests.model.test_decoding import D1, D2A, D2B, D3, D4, _decoder
+from tests.model.inference.test_decoding import D1, D2A, D2B, D3, D4, _decoder
 
 TASK = tasks.get("extractive_qa")
 MILL = "Jonas Hale built the mill. Later, Hale sold it to the miller."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from model import tasks
 from model.evaluation import hotpotqa as official
-from tests.model.test_decoding import _decoder
+from tests.model.inference.test_decoding import _decoder
 
 TASK = tasks.get("hotpotqa")
 

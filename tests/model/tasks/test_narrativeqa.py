@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from model import tasks
 from model.evaluation import narrativeqa as official
-from tests.model.test_decoding import D1, D2A, D2B, D3, D4, _decoder
+from tests.model.inference.test_decoding import D1, D2A, D2B, D3, D4, _decoder
 
 TASK = tasks.get("narrativeqa")
 

@@ -14,7 +14,7 @@ from model import tasks
 from model.evaluation import hotpotqa as hotpotqa_metrics
 from model.tasks import base
 from schemas import cli
-from tests.model.test_decoding import D2A, D2B, _decoder
+from tests.model.inference.test_decoding import D2A, D2B, _decoder
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[3]
 

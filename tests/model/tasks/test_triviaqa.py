@@ -6,7 +6,7 @@ import pytest
 
 from model import tasks
 from model.evaluation import triviaqa as official
-from tests.model.test_decoding import D1, D2A, D2B, D3, D4, TEXT4, _decoder
+from tests.model.inference.test_decoding import D1, D2A, D2B, D3, D4, TEXT4, _decoder
 
 TASK = tasks.get("triviaqa")
 

@@ -88,7 +88,7 @@ def test_noop_only_reads_nothing():
 
 
 def test_top_k_one_differs_from_full_on_the_same_weights():
-  # (Exact top-k numbers: tests/model/layers/test_memory_attention_numeric.py.)
+  # (Exact top-k numbers: tests/model/network/layers/test_memory_attention_numeric.py.)
   layer = _layer(top_k=1)
   hidden, memories = _inputs()
   out = _call(layer, hidden, memories, [0, 0, 0, 0], [1, 1, 1, 1])

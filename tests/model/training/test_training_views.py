@@ -17,7 +17,7 @@ import tensorflow as tf
 from model import configs, finetune, pretrain, train
 from model.training import optimization, trainer
 from tests.model import packs
-from tests.model.test_trainer import hotpot_gold
+from tests.model.training.test_trainer import hotpot_gold
 
 
 def _scalars(run_dir: str) -> Dict[str, Dict[int, float]]:
@@ -98,7 +98,7 @@ def test_finetune_writes_a_train_run_and_an_eval_run(qa, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_pretrain_dev_metrics_are_on_the_training_charts(tmp_path, capsys):
-  from tests.model.test_trainer import PRETRAIN_TINY  # pylint: disable=g-import-not-at-top
+  from tests.model.training.test_trainer import PRETRAIN_TINY  # pylint: disable=g-import-not-at-top
   records = packs.qa_output_dir(str(tmp_path / "records"), num_packs=2)
   model_dir = str(tmp_path / "m")
   assert pretrain.main(["--records_dir", records, "--model_dir", model_dir, "--steps", "4",

@@ -13,10 +13,11 @@ import sys
 
 import numpy as np
 import pytest
+from tests import REPO_ROOT
 
 pytestmark = pytest.mark.slow  # whole-job or multi-replica fixtures
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(REPO_ROOT)
 R = 2
 N, L, P, V, H = 8, 6, 3, 11, 4
 # Segment -> document: doc 0 on rows 0, 2 | 4 (straddles the halves), doc 1 (yes) on row 1,
@@ -131,7 +132,7 @@ def _main():
 def replica_results():
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
   code = ("import sys; sys.path.insert(0, %r); "
-          "from tests.model import test_losses_replicas as t; t._main()" % REPO)
+          "from tests.model.training import test_losses_replicas as t; t._main()" % REPO)
   proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True,
                         text=True, timeout=300)
   assert proc.returncode == 0, proc.stderr[-4000:]

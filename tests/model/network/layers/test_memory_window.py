@@ -72,7 +72,7 @@ def test_window_compiles_with_xla_and_is_serialised():
 def test_windowed_model_equals_the_dense_model():
   from model import configs  # pylint: disable=g-import-not-at-top
   from model.network import readtwice  # pylint: disable=g-import-not-at-top
-  from tests.model.test_model_training import L as TL, N as TN, K, _pack  # pylint: disable=g-import-not-at-top
+  from tests.model.training.test_model_training import L as TL, N as TN, K, _pack  # pylint: disable=g-import-not-at-top
   f = _pack()
   outputs = []
   weights = None

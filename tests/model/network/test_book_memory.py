@@ -6,7 +6,7 @@ pass) -- for CLS, STS and entity memories, dense and top-k, on one device and on
 differ (its memories stop at the sub-document edge).
 
 Logical devices must be configured before TensorFlow initialises, so the model checks run in a
-fresh subprocess (``python -m tests.model.test_book_memory``) that prints one JSON line.
+fresh subprocess (``python -m tests.model.network.test_book_memory``) that prints one JSON line.
 """
 
 import json
@@ -233,7 +233,7 @@ def _main():
       # The training step runs eagerly under the strategy (each replica in its own thread, the
       # same ops and collectives): tracing and optimising its gradient graph for one call per
       # config cost ~10 of this process' ~27 CPU s.  The trainer's step under MirroredStrategy
-      # in a tf.function is tests/model/test_trainer.py's test_mirrored_matches_one_device.
+      # in a tf.function is tests/model/training/test_trainer.py's test_mirrored_matches_one_device.
       run = lambda d: strategy.run(lambda x: step(mirrored, x), args=(d,))
       out, loss, grads = run(dist)
       logits = np.concatenate([t.numpy() for t in local(out["begin_logits"])], axis=0)
@@ -257,7 +257,7 @@ def _main():
 
 @pytest.fixture(scope="module")
 def equivalence():
-  proc = subprocess.run([sys.executable, "-m", "tests.model.test_book_memory"], cwd=REPO_ROOT,
+  proc = subprocess.run([sys.executable, "-m", "tests.model.network.test_book_memory"], cwd=REPO_ROOT,
                         capture_output=True, text=True, timeout=900,
                         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   assert proc.returncode == 0, proc.stderr[-3000:]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.model.layers.test_memory_chunk import _layer_and_args
+from tests.model.network.layers.test_memory_chunk import _layer_and_args
 
 N, L = 5, 4
 
@@ -67,7 +67,7 @@ def test_model_with_entity_application_gives_the_same_logits_losses_and_gradient
   from model import configs  # pylint: disable=g-import-not-at-top
   from model.network import readtwice  # pylint: disable=g-import-not-at-top
   from model.training import losses  # pylint: disable=g-import-not-at-top
-  from tests.model import test_book_memory as book  # pylint: disable=g-import-not-at-top
+  from tests.model.network import test_book_memory as book  # pylint: disable=g-import-not-at-top
   config = configs.tiny(vocab_size=64, max_seq_length=book.L, span_head_intermediate_size=32,
                         memory_source="entity", max_memories=book.K, memory_top_k=3,
                         memory_application="entity", memory_init="identity")

@@ -4,7 +4,7 @@ whose segments sit on different replicas and entity memories gathered across the
 the model's two halves XLA-compiled per replica (``readtwice.compiled_halves``).
 
 Logical devices must be configured before TensorFlow initialises, so the body runs in a fresh
-subprocess (``python -m tests.model.test_model_replicas``) that prints one JSON line.
+subprocess (``python -m tests.model.network.test_model_replicas``) that prints one JSON line.
 """
 
 import json
@@ -13,8 +13,9 @@ import subprocess
 import sys
 
 import pytest
+from tests import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(REPO_ROOT)
 N, L, R, K = 4, 12, 2, 16
 
 
@@ -139,7 +140,7 @@ def _main():
 @pytest.mark.parametrize("xla_halves", [False, True])
 def test_model_on_two_replicas_equals_one_device(xla_halves):
   env = dict(os.environ, READTWICE_TEST_XLA_HALVES="1" if xla_halves else "")
-  proc = subprocess.run([sys.executable, "-m", "tests.model.test_model_replicas"], cwd=REPO,
+  proc = subprocess.run([sys.executable, "-m", "tests.model.network.test_model_replicas"], cwd=REPO,
                         capture_output=True, text=True, timeout=600, env=env)
   assert proc.returncode == 0, proc.stderr[-3000:]
   r = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -17,7 +17,7 @@ import tensorflow as tf
 from model import finetune, predict, progress as progress_lib
 from model.training import trainer
 from tests.model import packs
-from tests.model.test_trainer import hotpot_gold
+from tests.model.training.test_trainer import hotpot_gold
 
 LINE = re.compile(r"^progress: step (\d+)/(\d+) \(\d+%\)")
 

@@ -19,8 +19,9 @@ from model.data import training_data
 from model.training import objectives, strategies, trainer
 from model.training import pretrain_lib
 from tests.model import packs
+from tests import REPO_ROOT
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = str(REPO_ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -278,7 +279,7 @@ def test_mirrored_matches_one_device(wiki_records, tmp_path, kind):
   """
   records = (wiki_records if kind == "pretrain"
              else packs.qa_output_dir(str(tmp_path / "qa"), num_packs=2))
-  out = subprocess.run([sys.executable, "-m", "tests.model.test_trainer", kind, records,
+  out = subprocess.run([sys.executable, "-m", "tests.model.training.test_trainer", kind, records,
                         str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=600,
                        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
   assert out.returncode == 0, out.stderr[-3000:]

@@ -1,6 +1,6 @@
 """The span search and word snapping of one segment (:mod:`model.inference.spans`; pure NumPy).  How
 the decoder uses them, end to end on byte-level BPE tokens, is tested in
-:mod:`tests.model.test_decoding`."""
+:mod:`tests.model.inference.test_decoding`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 from model.inference import spans
 from schemas import records
-from tests.model.test_decoding import BPE_L, BPE_TEXT, BPE_TOKENS, FIRST, _bpe_pack
+from tests.model.inference.test_decoding import BPE_L, BPE_TEXT, BPE_TOKENS, FIRST, _bpe_pack
 
 S, Q, C, P = (records.TOKEN_KIND_SPECIAL, records.TOKEN_KIND_QUESTION,
               records.TOKEN_KIND_CONTEXT, records.TOKEN_KIND_PAD)

@@ -4,9 +4,9 @@
 Tiny random RoBERTa checkpoints (non-trivial LayerNorms and biases), saved by ``transformers``
 as safetensors and by ``torch.save`` as ``pytorch_model.bin``, with a ``vocab.json`` whose order
 differs from our vocabulary, and the hidden states (and MLM logits) ``transformers`` computed on
-fixed inputs are committed under tests/model/data/roberta/; our model, initialised from them,
+fixed inputs are committed under tests/model/roberta_import/data/roberta/; our model, initialised from them,
 must give the same numbers.  Neither torch nor transformers is needed here: only
-``python -m tests.model.make_roberta_reference``, which regenerates that folder, needs them.
+``python -m tests.model.roberta_import.make_roberta_reference``, which regenerates that folder, needs them.
 """
 
 import json
@@ -25,7 +25,7 @@ from model import configs, roberta
 from model.network import readtwice
 from model.roberta_import import checkpoint as roberta_checkpoint, mapping as roberta_mapping
 from tests import REPO_ROOT
-from tests.model import make_roberta_reference as reference
+from tests.model.roberta_import import make_roberta_reference as reference
 
 L = reference.L  # tokens per segment = the checkpoint's positions (max_position_embeddings - 2)
 ATOL = 1e-4

@@ -1,4 +1,4 @@
-"""The committed reference of the RoBERTa parity test (tests/model/test_roberta.py).
+"""The committed reference of the RoBERTa parity test (tests/model/roberta_import/test_roberta.py).
 
 Tiny random Hugging Face RoBERTa checkpoints (every parameter random: LayerNorm gains around
 1, biases and the rest around 0) and what the reference implementation -- ``transformers``'
@@ -7,9 +7,9 @@ them without torch or transformers; only regenerating them needs both:
 
     pip install torch==2.13.0 transformers==5.23.0   # setup.py's roberta-test extra (CPU wheel:
                                                      # PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu)
-    python -m tests.model.make_roberta_reference
+    python -m tests.model.roberta_import.make_roberta_reference
 
-It rewrites ``tests/model/data/roberta/``:
+It rewrites ``tests/model/roberta_import/data/roberta/``:
 
 * ``encoder_safetensors/``, ``encoder_bin/``: a ``RobertaModel`` (with its pooler) saved by
   ``save_pretrained`` (``model.safetensors``), and the same weights as a ``torch.save``d state
