@@ -39,10 +39,10 @@ demo: $(STAMP)
 
 # ReadTwice(E) vs E(SS) vs a plain encoder on generated long-range QA (~10 min on 2 cores).
 demo-memory: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m benchmarks.memory_gap --out_dir demo_output/memory_gap
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m benchmarks memory_gap --out_dir demo_output/memory_gap
 
 demo-memory-book: $(STAMP)
-	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m benchmarks.memory_gap --out_dir demo_output/memory_gap_book \
+	TF_CPP_MIN_LOG_LEVEL=2 $(PY) -m benchmarks memory_gap --out_dir demo_output/memory_gap_book \
 	    --sub_document_segments 3
 
 # While working: lint + the tests not marked slow (each < 2 s; tests/duration_guard.py).

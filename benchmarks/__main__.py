@@ -1,13 +1,14 @@
 """``python -m benchmarks``: every benchmark and experiment, listed by subject and run by name.
 
   python -m benchmarks --list               # each case: its subject and what it measures
-  python -m benchmarks <case> [flags ...]   # runs it exactly as python -m benchmarks.<case>
+  python -m benchmarks <case> [flags ...]   # runs it as python -m benchmarks[.experiments].<case>
 
-A case is a module of this package with a ``main`` (its flags: ``python -m benchmarks <case>
---help``); the last line it prints is its JSON figure.  :data:`SUBJECTS` files each case under
-one subject (``tests/benchmarks/test_harness.py`` fails on a module that is not filed, or a
-filed name that is no module).  The experiments (the memory studies) answer questions about the
-model rather than holding a performance target.
+A case is a module of this package, or of its ``experiments`` folder, with a ``main`` (its flags:
+``python -m benchmarks <case> --help``); the last line it prints is its JSON figure.
+:data:`SUBJECTS` files each case under one subject (``tests/benchmarks/test_harness.py`` fails
+on a module that is not filed, or a filed name that is no module).  The experiments (the memory
+studies, ``benchmarks/experiments/``) answer questions about the model rather than holding a
+performance target; they are filed under :data:`EXPERIMENTS`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from typing import Dict, List, Optional, Sequence
 
 PROG = "python -m benchmarks"
 HERE = os.path.dirname(os.path.abspath(__file__))
+FOLDERS = ("", "experiments")  # where cases live, as sub-packages of this one ("": itself)
 NOT_CASES = ("__init__", "__main__", "common")
+EXPERIMENTS = "experiments (the memory studies)"
 
 SUBJECTS: Dict[str, List[str]] = {
     "pipeline throughput": ["all", "hotpotqa_throughput", "wikipedia_throughput",
@@ -31,28 +34,43 @@ SUBJECTS: Dict[str, List[str]] = {
     "pipeline memory": ["pipeline_memory", "read_memory", "narrativeqa_memory"],
     "pipeline quality": ["linker_quality", "oracle", "segment_windows"],
     "model": ["model_step", "input_pipeline", "train_cost", "book_memory"],
-    "experiments (the memory studies)": ["memory_gap", "memory_ladder", "memory_use",
-                                         "memory_probe", "memory_corpus"],
+    EXPERIMENTS: ["memory_gap", "memory_ladder", "memory_use", "memory_probe", "memory_corpus"],
 }
 
 
-def is_case(name: str) -> bool:
-  """Whether ``name`` is a module of this package with a top-level ``def main``."""
+def folder_of(name: str) -> Optional[str]:
+  """The folder of :data:`FOLDERS` holding the module ``name`` (None: none does)."""
   if not name.isidentifier() or name in NOT_CASES:
-    return False
-  if not os.path.isfile(os.path.join(HERE, f"{name}.py")):
+    return None
+  return next((f for f in FOLDERS if os.path.isfile(os.path.join(HERE, f, f"{name}.py"))), None)
+
+
+def module_of(name: str) -> str:
+  """The dotted module of the case ``name``."""
+  folder = folder_of(name)
+  return "benchmarks." + (f"{folder}." if folder else "") + name
+
+
+def is_case(name: str) -> bool:
+  """Whether ``name`` is a module of this package (or of a folder of :data:`FOLDERS`) with a
+  top-level ``def main``."""
+  if folder_of(name) is None:
     return False
   return any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in _tree(name).body)
 
 
 def cases() -> List[str]:
-  """Every case of this package, sorted."""
-  stems = (os.path.splitext(n) for n in sorted(os.listdir(HERE)))
-  return [stem for stem, ext in stems if ext == ".py" and is_case(stem)]
+  """Every case of this package and its folders, sorted."""
+  names = set()
+  for folder in FOLDERS:
+    path = os.path.join(HERE, folder)
+    if os.path.isdir(path):
+      names.update(os.path.splitext(n)[0] for n in os.listdir(path) if n.endswith(".py"))
+  return sorted(n for n in names if is_case(n))
 
 
 def _tree(case: str) -> ast.Module:
-  with open(os.path.join(HERE, f"{case}.py"), encoding="utf-8") as f:
+  with open(os.path.join(HERE, folder_of(case) or "", f"{case}.py"), encoding="utf-8") as f:
     return ast.parse(f.read())
 
 
@@ -97,7 +115,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 2
   saved, sys.argv = sys.argv, [f"{PROG}.{case}"] + rest
   try:
-    runpy.run_module(f"benchmarks.{case}", run_name="__main__", alter_sys=True)
+    runpy.run_module(module_of(case), run_name="__main__", alter_sys=True)
   except SystemExit as e:
     return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
   finally:

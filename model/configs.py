@@ -65,7 +65,7 @@ class ModelConfig:
       initialisation a token attends to the memories most similar to itself and reads them
       at full scale -- the projection-free side attention of the paper's released code
       (``num_heads=0``), with the projections kept trainable.  With ``"random"`` a tiny
-      model's memory path does not learn (``benchmarks/memory_ladder.py``).
+      model's memory path does not learn (``benchmarks/experiments/memory_ladder.py``).
     same_segment_only: The SS ablation: a segment reads only its own memories.
     max_segment_distance: B; relative segment distances are clipped to ``[-B, B]`` (the paper
       uses B = 10, the default).

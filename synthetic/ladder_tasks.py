@@ -1,5 +1,5 @@
-"""Controlled documents for the memory ladder (``benchmarks/memory_ladder.py``): token-level
-synthetic packs with entity mentions, made with NumPy (no pipeline, no TensorFlow).
+"""Controlled documents for the memory ladder (``benchmarks/experiments/memory_ladder.py``):
+token-level synthetic packs with entity mentions, made with NumPy (no pipeline, no TensorFlow).
 
 Every document has two segments of ``seq_length`` tokens, ``[CLS]`` first, an optional
 question (``[Q] book [SEP]``) prefixed to both, then context made of *units* (mentions and

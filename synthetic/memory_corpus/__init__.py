@@ -2,7 +2,7 @@ r"""The data half of the memory-use check: generated biographies whose hyperlink
 recur across the segments of each document, written as MediaWiki dumps and turned into
 pretraining records by the real ``python -m pipelines wikipedia`` job, train and held-out.
 
-  python -m benchmarks.memory_corpus --out_dir /tmp/memcorpus [--seed 0] [--train_docs 600]
+  python -m benchmarks memory_corpus --out_dir /tmp/memcorpus [--seed 0] [--train_docs 600]
       [--heldout_docs 100] [--seq_length 128] [--segments_per_pack 16] [--no_samples]
 
 What a later step does with it: pretrain a tiny ReadTwice(E) and its E(SS) ablation (each
@@ -54,5 +54,5 @@ in.  ``corpus.json`` holds what :func:`build` returns; the last stdout line is o
 
 Modules: :mod:`.pools` (the name, cue, event and filler pools), :mod:`.corpus` (entities,
 biographies, the dumps), :mod:`.build` (the real jobs and the records' statistics);
-``benchmarks/memory_corpus.py`` is the command line.
+``benchmarks/experiments/memory_corpus.py`` is the command line.
 """

@@ -40,7 +40,7 @@ REPO = str(REPO_ROOT)
 @pytest.mark.slow
 def test_benchmark_prints_its_figure_last(name, args, tmp_path):
   # Caches (the memory ladder's pre-trained readers) go to a private dir, not ~/.cache.
-  proc = subprocess.run([sys.executable, "-m", f"benchmarks.{name}"] + args,
+  proc = subprocess.run([sys.executable, "-m", "benchmarks", name] + args,
                         cwd=REPO, capture_output=True, text=True, timeout=600,
                         env=dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache")))
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -63,7 +63,7 @@ def test_benchmark_prints_its_figure_last(name, args, tmp_path):
 ])
 @pytest.mark.slow
 def test_benchmark_with_an_output_dir_prints_its_figure_last(name, args, tmp_path):
-  proc = subprocess.run([sys.executable, "-m", f"benchmarks.{name}",
+  proc = subprocess.run([sys.executable, "-m", "benchmarks", name,
                          "--out_dir", str(tmp_path / "out")] + args,
                         cwd=REPO, capture_output=True, text=True, timeout=600)
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -76,7 +76,7 @@ def test_benchmark_with_an_output_dir_prints_its_figure_last(name, args, tmp_pat
 
 
 def test_memory_gap_default_models():
-  from benchmarks import memory_gap  # pylint: disable=g-import-not-at-top
+  from benchmarks.experiments import memory_gap  # pylint: disable=g-import-not-at-top
   assert memory_gap.parse_args([])[1] == ["e", "e_ss", "plain"]
   assert memory_gap.parse_args(["--sub_document_segments", "3"])[1] == ["e_book", "e", "e_ss"]
   assert memory_gap.parse_args(["--models", " e_book, e ,"])[1] == ["e_book", "e"]
@@ -87,7 +87,7 @@ def test_memory_gap_default_models():
 @pytest.mark.slow
 def test_memory_corpus_prints_its_stats_and_figure_last_and_refuses_a_second_build(tmp_path):
   out = str(tmp_path / "out")
-  cmd = [sys.executable, "-m", "benchmarks.memory_corpus", "--out_dir", out]
+  cmd = [sys.executable, "-m", "benchmarks", "memory_corpus", "--out_dir", out]
   proc = subprocess.run(cmd + ["--seed", "3", "--train_docs", "12", "--heldout_docs", "4",
                                "--no_samples"], cwd=REPO, capture_output=True, text=True,
                         timeout=600)
@@ -117,7 +117,8 @@ def test_memory_corpus_prints_its_stats_and_figure_last_and_refuses_a_second_bui
 
 
 # (benchmarks/__main__.py is python -m benchmarks: tests/benchmarks/test_harness.py.)
-SCRIPTS = sorted(n[:-3] for n in os.listdir(os.path.join(REPO, "benchmarks"))
+SCRIPTS = sorted(os.path.join(folder, n[:-3]) for folder in ("", "experiments")
+                 for n in os.listdir(os.path.join(REPO, "benchmarks", folder))
                  if n.endswith(".py") and n not in ("__init__.py", "__main__.py", "common.py"))
 
 
@@ -136,4 +137,5 @@ def test_a_benchmark_run_as_a_file_names_the_harness_or_runs(name, tmp_path):
     assert "usage:" in proc.stdout
   else:
     assert proc.returncode == 2 and proc.stderr == (
-        f"error: run it from the repository root as: python -m benchmarks {name}\n")
+        f"error: run it from the repository root as: python -m benchmarks "
+        f"{os.path.basename(name)}\n")

@@ -17,6 +17,18 @@ def test_every_case_is_filed_under_one_subject_and_nothing_else_is():
   assert {"job_cost", "memory_ladder", "all"} <= set(filed)
 
 
+def test_the_experiments_are_the_experiments_folder():
+  """The memory studies live in ``benchmarks/experiments/`` and are filed under their subject;
+  ``python -m benchmarks <experiment>`` runs ``benchmarks.experiments.<experiment>``."""
+  folder = sorted(p.stem for p in (REPO_ROOT / "benchmarks" / "experiments").glob("*.py")
+                  if p.name != "__init__.py")
+  assert folder == sorted(harness.SUBJECTS[harness.EXPERIMENTS])
+  assert harness.module_of("memory_gap") == "benchmarks.experiments.memory_gap"
+  assert harness.module_of("job_cost") == "benchmarks.job_cost"
+  assert not [n for names in harness.SUBJECTS.values() for n in names
+              if n not in folder and harness.folder_of(n) != ""]
+
+
 def test_cases_are_the_modules_with_a_main(tmp_path, monkeypatch):
   """Control: a module without ``main`` (a helper) is no case; ``common`` never is."""
   (tmp_path / "with_main.py").write_text('"""A case. More."""\ndef main():\n  pass\n')

@@ -178,7 +178,7 @@ def test_mentions_are_the_name_spans_with_one_id_per_entity():
 @pytest.mark.slow
 def test_trainer_trains_on_generated_packs_and_finetuning_leaves_out_coref(tmp_path):
   tf = pytest.importorskip("tensorflow")
-  from benchmarks import memory_ladder  # pylint: disable=g-import-not-at-top
+  from benchmarks.experiments import memory_ladder  # pylint: disable=g-import-not-at-top
   # pylint: disable-next=g-import-not-at-top
   from model import configs
   from model.data import training_data
@@ -218,7 +218,7 @@ def test_quick_ladder_readtwice_e_learns_the_lookup_scratch_and_pretrained(tmp_p
   seed: a pre-training of 2,000 steps is most of this test's time; ``--quick`` itself runs
   both.)"""
   pytest.importorskip("tensorflow")
-  from benchmarks import memory_ladder  # pylint: disable=g-import-not-at-top
+  from benchmarks.experiments import memory_ladder  # pylint: disable=g-import-not-at-top
   cache = str(tmp_path / "cache")
   chance = 1.0 / lt.Geometry().candidates
   results = {}
@@ -259,7 +259,7 @@ def _row(rung, model, seed, acc, init="scratch"):
 
 
 def test_checks_fail_a_blocked_model_only_above_chance_and_count_r0_seeds_that_learn():
-  from benchmarks import memory_ladder as ml  # pylint: disable=g-import-not-at-top
+  from benchmarks.experiments import memory_ladder as ml  # pylint: disable=g-import-not-at-top
   chance = ml.CHANCE
   rows = [_row("R0", "E", s, a) for s, a in enumerate([1.0, 0.95, 0.3, 1.0, 0.99, 0.92, 0.9,
                                                        0.97])]
@@ -285,7 +285,7 @@ def test_checks_fail_a_blocked_model_only_above_chance_and_count_r0_seeds_that_l
 
 
 def test_override_reaches_every_model_and_a_bad_one_is_one_usage_line(capsys):
-  from benchmarks import memory_ladder as ml  # pylint: disable=g-import-not-at-top
+  from benchmarks.experiments import memory_ladder as ml  # pylint: disable=g-import-not-at-top
   args = ml._parse(["--override", "initializer_range=0.05", "--quick"])
   assert args.overrides == {"initializer_range": 0.05}
   assert args.rungs == ["R0"] and args.models == ["E"] and args.r0_seeds == 2
@@ -300,7 +300,7 @@ def test_override_reaches_every_model_and_a_bad_one_is_one_usage_line(capsys):
       ml._parse(bad)
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("python -m benchmarks.memory_ladder: error:"), err
+    assert err[-1].startswith("python -m benchmarks memory_ladder: error:"), err
 
 
 @pytest.mark.slow
@@ -317,7 +317,7 @@ def test_a_terminated_ladder_takes_its_workers_with_it(tmp_path):
     pytest.skip("needs /proc")
   tag = uuid.uuid4().hex
   proc = subprocess.Popen(
-      [sys.executable, "-m", "benchmarks.memory_ladder", "--quick", "--cache_dir",
+      [sys.executable, "-m", "benchmarks.experiments.memory_ladder", "--quick", "--cache_dir",
        str(tmp_path / "cache")], cwd=str(REPO_ROOT), stdout=subprocess.PIPE,
       stderr=subprocess.PIPE, env=dict(os.environ, LADDER_TEST_TAG=tag))
   deadline = time.time() + 120
@@ -334,7 +334,7 @@ def test_a_terminated_ladder_takes_its_workers_with_it(tmp_path):
 
 
 def test_an_unusable_cache_dir_is_one_line_before_any_training(tmp_path, capsys):
-  from benchmarks import memory_ladder as ml  # pylint: disable=g-import-not-at-top
+  from benchmarks.experiments import memory_ladder as ml  # pylint: disable=g-import-not-at-top
   a_file = tmp_path / "file"
   a_file.write_text("x")
   for bad in (a_file, a_file / "below"):

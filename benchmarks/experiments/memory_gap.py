@@ -1,7 +1,7 @@
 r"""Does reading twice work?  ReadTwice(E) against its E(SS) ablation and a plain encoder on a
 generated long-range QA task that only cross-segment memory can solve.
 
-  python -m benchmarks.memory_gap [--out_dir DIR] [--models e,e_ss,plain] [--seeds 3] [--size tiny]
+  python -m benchmarks memory_gap [--out_dir DIR] [--models e,e_ss,plain] [--seeds 3] [--size tiny]
       [--steps 1500] [--learning_rate 1e-3] [--train_docs 1600] [--dev_docs 200] [--segments 6]
       [--distances 1,2,3,4] [--distractors 3] [--seq_length 128] [--segments_per_pack 24]
       [--parallel 2] [--reuse_data] [--sub_document_segments S]
@@ -39,7 +39,7 @@ chance.  Models default to ``e_book,e,e_ss`` there, and the last line's figure i
 ``e_book - e`` dev F1 gap per seed.
 
 Printed: the build's figures, a line per run (dev EM/F1, final training loss, memory no-op
-rate, seconds; for E also ``benchmarks.memory_probe``: how much attention the answer
+rate, seconds; for E also ``benchmarks.experiments.memory_probe``: how much attention the answer
 segment's author mention puts on that author's memory from the book fact's segment, against
 the uniform share; and the dev F1 of E's weights with the other segments' memories blocked), then a table: per model dev EM and F1 (mean, sd, min/median/max over seeds),
 F1 by fact distance, beside the chance level; the learning curves (training loss every
@@ -215,7 +215,7 @@ def train_and_score(model: str, seed: int, data: Dict, args, run_dir: str,
   # Does the answer segment's author mention read its book-fact memory?  (In one sub-document:
   # the probe reads each sub-document alone.)
   if model == "e" and not data["params"].get("sub_document_segments"):
-    probe = json.loads(run_main(["-m", "benchmarks.memory_probe", "--model_dir",
+    probe = json.loads(run_main(["-m", "benchmarks.experiments.memory_probe", "--model_dir",
                                  model_dir, "--data_dir", data["out_dir"]], log)[-1])
   return {"probe": probe, "blocked": blocked, "choice": choice, "model": model, "seed": seed, "em": metrics["em"], "f1": metrics["f1"],
           "by_distance": by_distance,
@@ -234,7 +234,7 @@ def _stats(values: Sequence[float]) -> str:
 def parse_args(argv: Optional[Sequence[str]] = None):
   """``(args, models, params)`` of the command line (usage errors exit 2)."""
   d = LongRangeParams()
-  ap = argparse.ArgumentParser(prog="python -m benchmarks.memory_gap",
+  ap = argparse.ArgumentParser(prog="python -m benchmarks memory_gap",
                                description=__doc__.split("\n")[0])
   ap.add_argument("--out_dir", default=None,
                   help="data, models and logs go here (default: a temporary directory, "

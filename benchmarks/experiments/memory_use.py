@@ -10,7 +10,7 @@ masked entity tokens and on all masked tokens (fixed masks, ``--whole_entity`` m
 second mention of the same entity in the segment cannot give the name away).  Paired by seed;
 prints a table and, last, one JSON line with the E - E(SS) entity-token accuracy gap.
 
-  python -m benchmarks.memory_use [--out_dir /tmp/memory_use] [--seeds 3] [--steps 1200]
+  python -m benchmarks memory_use [--out_dir /tmp/memory_use] [--seeds 3] [--steps 1200]
 
 (~3 minutes per run on 2 cores at the default size; the corpus build is reused when
 ``--out_dir`` already holds one.)
@@ -104,7 +104,7 @@ def _mean_sd(values: Sequence[float]) -> str:
 
 
 def main(argv=None) -> int:
-  p = argparse.ArgumentParser(prog="python -m benchmarks.memory_use",
+  p = argparse.ArgumentParser(prog="python -m benchmarks memory_use",
                               description=__doc__.split("\n\n")[0])
   p.add_argument("--out_dir", default="/tmp/readtwice_memory_use")
   p.add_argument("--seeds", type=int, default=3)

@@ -27,7 +27,7 @@ BERT_2's, at initialisation and after training.  The last line is one JSON objec
 = R3 E accuracy minus max(E(SS), E-blocked), the minimum over seeds (pre-trained readers when
 they are run).
 
-  python -m benchmarks.memory_ladder [--rungs R0,R1,R2,R3] [--seeds 3] [--r0_seeds 8]
+  python -m benchmarks memory_ladder [--rungs R0,R1,R2,R3] [--seeds 3] [--r0_seeds 8]
       [--inits scratch,pretrained] [--pretrain_steps N] [--quick] [--out results.json]
 
 Defaults (24 pre-trainings of 2,000 steps, then 102 fine-tunings) take ~29 minutes on 2 quiet
@@ -485,7 +485,7 @@ def default_cache_dir() -> str:
 
 
 def _parse(argv):
-  ap = argparse.ArgumentParser(prog="python -m benchmarks.memory_ladder",
+  ap = argparse.ArgumentParser(prog="python -m benchmarks memory_ladder",
                                description=__doc__.split("\n\n")[0], allow_abbrev=False)
   ap.add_argument("--rungs", default=",".join(ladder_tasks.RUNGS))
   ap.add_argument("--models", default=",".join(MODELS))

@@ -2,7 +2,7 @@ r"""The data half of the memory-use check: generated biographies whose hyperlink
 recur across the segments of each document, written as MediaWiki dumps and turned into
 pretraining records by the real ``python -m pipelines wikipedia`` job, train and held-out.
 
-  python -m benchmarks.memory_corpus --out_dir /tmp/memcorpus [--seed 0] [--train_docs 600]
+  python -m benchmarks memory_corpus --out_dir /tmp/memcorpus [--seed 0] [--train_docs 600]
       [--heldout_docs 100] [--seq_length 128] [--segments_per_pack 16] [--no_samples]
 
 The corpus, its design and the build are :mod:`synthetic.memory_corpus`; this command builds it
@@ -25,7 +25,7 @@ from synthetic.memory_corpus import build, corpus
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-  p = argparse.ArgumentParser(prog="python -m benchmarks.memory_corpus",
+  p = argparse.ArgumentParser(prog="python -m benchmarks memory_corpus",
                               description=__doc__.split("\n\n")[0],
                               formatter_class=argparse.RawDescriptionHelpFormatter)
   p.add_argument("--out_dir", required=True)

@@ -1,7 +1,7 @@
 r"""Do memories reach the right tokens?  Where the answer segment's author mention looks in a
 model trained on the long-range QA task (``synthetic/long_range_qa/``).
 
-  python -m benchmarks.memory_probe --model_dir M --data_dir D [--split dev]
+  python -m benchmarks memory_probe --model_dir M --data_dir D [--split dev]
 
 ``D`` is a ``synthetic.long_range_qa.build`` output dir (``records_<split>/``, ``entities/``,
 ``docs-<split>.jsonl``); ``M`` a model trained on it (``python -m model.finetune``), with
@@ -100,7 +100,7 @@ def probe(model_dir: str, data_dir: str, split: str = "dev") -> Dict:
 
 
 def main(argv=None) -> int:
-  ap = argparse.ArgumentParser(prog="python -m benchmarks.memory_probe",
+  ap = argparse.ArgumentParser(prog="python -m benchmarks memory_probe",
                                description=__doc__.split("\n")[0])
   ap.add_argument("--model_dir", required=True)
   ap.add_argument("--data_dir", required=True, help="a synthetic.long_range_qa build dir")
