@@ -13,11 +13,12 @@ in all, like the real dev set.  Deterministic for a given seed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
+
+from schemas import cli
 
 from pipelines.datasets import FakeInput
 from pipelines.fake_data.prose import SYLLABLES, ZipfWords, scaled
@@ -115,12 +116,14 @@ def write(root: str, scale: float) -> FakeInput:
   return FakeInput(path)
 
 
-def main() -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  ap.add_argument("--num_questions", type=int, default=200)
-  ap.add_argument("--seed", type=int, default=0)
-  ap.add_argument("--output", required=True)
-  args = ap.parse_args()
+def main(argv: Optional[List[str]] = None) -> None:
+  ap = cli.Parser("pipelines.datasets.hotpotqa.fake_input", __doc__.split("\n")[0],
+                  "python -m pipelines.datasets.hotpotqa.fake_input --num_questions 200 "
+                  "--output data.json")
+  ap.add_argument("--num_questions", type=int, default=200, help="questions to write")
+  ap.add_argument("--seed", type=int, default=0, help="the generator's seed")
+  ap.add_argument("--output", required=True, io=cli.WRITES, help="the JSON file to write")
+  args, _ = ap.parse(argv)
   with open(args.output, "w", encoding="utf-8") as f:
     json.dump(make_questions(args.num_questions, args.seed), f)
   print(args.output)

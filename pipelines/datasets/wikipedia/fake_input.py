@@ -16,7 +16,6 @@ pages in other namespaces.  Deterministic for a given seed; written streamed.
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import hashlib
 import itertools
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, List, Optional, Tuple
 from xml.sax.saxutils import escape, quoteattr
 
+from schemas import cli
 from pipelines.datasets import FakeInput
 from pipelines.datasets.wikipedia.reader import SiteInfo
 from pipelines.fake_data.prose import MIN_WORDS, scaled
@@ -445,18 +445,21 @@ def write(root: str, scale: float) -> FakeInput:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-  ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  ap.add_argument("--pages", type=int, required=True)
-  ap.add_argument("--output", required=True, help="the dump path (.xml.bz2)")
-  ap.add_argument("--multistream", action="store_true")
-  ap.add_argument("--pages_per_stream", type=int, default=100)
-  ap.add_argument("--seed", type=int, default=0)
-  ap.add_argument("--words_per_page", type=int, default=400)
-  ap.add_argument("--nositeinfo", action="store_true")
-  args = ap.parse_args(argv)
+  ap = cli.Parser("pipelines.datasets.wikipedia.fake_input", __doc__.split("\n")[0],
+                  "python -m pipelines.datasets.wikipedia.fake_input --pages 100 --multistream "
+                  "--output /tmp/wiki/enwiki-pages-articles-multistream.xml.bz2")
+  ap.add_argument("--pages", type=int, required=True, help="pages to generate")
+  ap.add_argument("--output", required=True, io=cli.WRITES, help="the dump path (.xml.bz2)")
+  cli.bool_flag(ap, "multistream", False, "a multistream dump with its index beside it")
+  ap.add_argument("--pages_per_stream", type=int, default=100,
+                  help="pages per bz2 stream of a multistream dump")
+  ap.add_argument("--seed", type=int, default=0, help="the generator's seed")
+  ap.add_argument("--words_per_page", type=int, default=400, help="mean words of an article")
+  cli.bool_flag(ap, "siteinfo", True, "write the <siteinfo> header")
+  args, _ = ap.parse(argv)
   index, size = _write_dump(
       generate_pages(args.pages, args.seed, args.words_per_page), args.output,
-      args.multistream, args.pages_per_stream, not args.nositeinfo, "0.11")
+      args.multistream, args.pages_per_stream, args.siteinfo, "0.11")
   print(args.output)
   if index:
     print(index)

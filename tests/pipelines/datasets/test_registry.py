@@ -146,3 +146,15 @@ def test_a_datasets_own_flags_are_its_options_settings(name, tmp_path):
   assert shown[1:] == settings.flag_names(type(options))  # (after --help)
   assert options == dataclasses.replace(type(options)(), **(
       {"evidence_dir": str(tmp_path)} if name == "triviaqa" else {}))
+
+
+@pytest.mark.parametrize("name", ["hotpotqa", "wikipedia"])
+def test_a_fake_input_command_refuses_a_typo_with_one_line(name, tmp_path):
+  """``python -m pipelines.datasets.<name>.fake_input`` (the generators with a command line)
+  follows the command-line contract: a misspelt flag is one line naming the real one, exit 2."""
+  proc = subprocess.run([sys.executable, "-m", f"pipelines.datasets.{name}.fake_input",
+                         "--outptu", str(tmp_path / "x")], cwd=REPO, capture_output=True,
+                        text=True, timeout=120)
+  assert proc.returncode == 2 and proc.stdout == ""
+  assert proc.stderr == (f"python -m pipelines.datasets.{name}.fake_input: error: unknown flag "
+                         f"--outptu (did you mean --output?); see --help\n")
