@@ -145,7 +145,7 @@ def make_job(name: str, root: str, scale: float, per_call: int) -> Tuple[Job, Di
   side's texts; returns the job and that run's figures."""
   fake = datasets.get(name).fake_input(os.path.join(root, "input"), scale)
   out_dir = os.path.join(root, "first_run")
-  r = common.child_run("benchmarks.all", [name, json.dumps(fake.argv), out_dir, "-"], None,
+  r = common.child_run("benchmarks.all", [name, json.dumps(fake.argv), out_dir], None,
                        ROOT)  # (None: the output is kept, to be read here)
   try:
     docs = documents_schema.load(out_dir)
@@ -189,17 +189,15 @@ def bare_child(calls_path: str, mode: str) -> None:
 
 def bare_run(job: Job, calls_path: str, fast: bool = False) -> Tuple[float, int]:
   """Runs :func:`bare_child` on ``job``'s calls (pickled at ``calls_path``)."""
-  r = common.child_run("benchmarks.all", [BARE, calls_path, "-", FAST if fast else "-"], None,
+  r = common.child_run("benchmarks.all", [BARE, calls_path, FAST if fast else "-"], None,
                        ROOT)
   return r["seconds"], r["tokens"]
 
 
-def pipeline_child(name: str, argv_json: str, out_dir: str, unused: str) -> None:
+def pipeline_child(name: str, argv_json: str, out_dir: str) -> None:
   """The measured pipeline run (in a fresh interpreter): the job on the arguments ``argv_json``
-  (a JSON list), its options as its command line would build them; prints its figures as JSON.
-  (``unused``: the bare side's fourth argument.)"""
+  (a JSON list), its options as its command line would build them; prints its figures as JSON."""
   from pipelines import runner  # pylint: disable=g-import-not-at-top
-  del unused
   argv = json.loads(argv_json)
   options = datasets.get(name).options_for(argv)
   t0 = time.perf_counter()
@@ -215,7 +213,7 @@ def pipeline_child(name: str, argv_json: str, out_dir: str, unused: str) -> None
 def pipeline_run(job: Job, out_dir: str) -> Dict:
   """Runs :func:`pipeline_child` in a fresh interpreter; checks what it wrote."""
   return check_run(job, common.child_run(
-      "benchmarks.all", [job.name, json.dumps(job.argv), out_dir, "-"], out_dir, ROOT))
+      "benchmarks.all", [job.name, json.dumps(job.argv), out_dir], out_dir, ROOT))
 
 
 def check_run(job: Job, r: Dict) -> Dict:
@@ -247,12 +245,13 @@ def parse_only(ap: argparse.ArgumentParser, only: str, jobs: Sequence[str]) -> L
 
 
 def main() -> None:
-  if sys.argv[1:2] == ["--child"] and len(sys.argv) == 6:
-    # A measured side, before the parser: its ``--only`` default lists ``pipelines.JOBS``,
-    # which imports every dataset and Beam (~1 s that the bare side's process does not need).
+  if sys.argv[1:2] == ["--child"]:
+    # A measured side, before the parser: ``--child bare CALLS MODE`` or ``--child NAME
+    # ARGV_JSON OUT_DIR`` (the parser's ``--only`` default reads the registry, which the bare
+    # side's process does not need).
     child = sys.argv[2:]
     if child[0] == BARE:
-      bare_child(child[1], child[3])
+      bare_child(*child[1:])
     else:
       pipeline_child(*child)
     return

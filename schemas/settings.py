@@ -20,7 +20,7 @@ the values, and its ValueError is the command's usage error.  TF-free and Beam-f
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, Optional, Type
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Type
 
 from schemas import cli
 
@@ -46,14 +46,20 @@ def _nested(field: dataclasses.Field) -> bool:
   return dataclasses.is_dataclass(field.default) and bool(_settings(type(field.default)))
 
 
-def add_flags(group, cls: Type, prefix: str = "") -> None:
-  """``--<flag>`` of every setting of the config class ``cls`` (in field order, nested
-  configs' in their place) on the argparse parser or group ``group``."""
+def _flags(cls: Type, prefix: str = "") -> Iterator[Tuple[dataclasses.Field, Dict, str]]:
+  """``(field, its setting, its flag name)`` of every flag of ``cls``, in field order, nested
+  configs' in their place."""
   for f, meta in _settings(cls):
     if _nested(f):
-      add_flags(group, type(f.default), prefix + meta["prefix"])
-      continue
-    name = prefix + (meta["flag"] or f.name)
+      yield from _flags(type(f.default), prefix + meta["prefix"])
+    else:
+      yield f, meta, prefix + (meta["flag"] or f.name)
+
+
+def add_flags(group, cls: Type) -> None:
+  """``--<flag>`` of every setting of the config class ``cls`` (in field order, nested
+  configs' in their place) on the argparse parser or group ``group``."""
+  for f, meta, name in _flags(cls):
     default = f.default if meta["show"] is None else meta["show"](f.default)
     if isinstance(f.default, bool):
       cli.bool_flag(group, name, default, meta["help"])
@@ -81,13 +87,7 @@ def from_args(cls: Type, args: Any, prefix: str = "") -> Any:
   return cls(**values)
 
 
-def flag_names(cls: Type, prefix: str = "") -> list:
+def flag_names(cls: Type) -> List[str]:
   """The flags (without ``--``) of the config class ``cls``, in the order :func:`add_flags`
   adds them."""
-  names = []
-  for f, meta in _settings(cls):
-    if _nested(f):
-      names += flag_names(type(f.default), prefix + meta["prefix"])
-    else:
-      names.append(prefix + (meta["flag"] or f.name))
-  return names
+  return [name for _, _, name in _flags(cls)]

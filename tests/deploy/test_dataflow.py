@@ -729,11 +729,11 @@ def test_dockerfile_and_scripts_name_no_dataset():
     assert not [n for n in _dataset_names() if n in text], path
 
 
-def _fake_tools(tmp_path) -> Tuple[Dict[str, str], str]:
+def _fake_tools(tmp_path, root: str = REPO) -> Tuple[Dict[str, str], str]:
   """``docker`` and ``gcloud`` stubs first on PATH, logging each call's argv (a JSON list a
   line, the tool first) to the returned log; ``docker run ... -c PROGRAM`` runs PROGRAM with
-  this checkout importable (the registry as the image holds it), or prints $FAKE_JOBS if set;
-  a call with an argument equal to $FAKE_FAIL fails."""
+  the checkout ``root`` importable (the registry as the image holds it), or prints $FAKE_JOBS
+  if set; a call with an argument equal to $FAKE_FAIL fails."""
   bin_dir = tmp_path / "bin"
   bin_dir.mkdir(exist_ok=True)
   log = str(tmp_path / "calls.jsonl")
@@ -749,7 +749,7 @@ if tool == "docker" and argv[:1] == ["run"]:
     print(os.environ["FAKE_JOBS"])
     sys.exit(0)
   program = argv[argv.index("-c") + 1]
-  env = dict(os.environ, PYTHONPATH={REPO!r})
+  env = dict(os.environ, PYTHONPATH={root!r})
   sys.exit(subprocess.run([sys.executable, "-c", program], env=env).returncode)
 """
   for tool in ("docker", "gcloud"):

@@ -18,6 +18,7 @@ import pytest
 from pipelines import datasets
 from pipelines import estimate
 from tests import REPO_ROOT
+from tests.deploy import test_dataflow
 
 NEW = "my_qa"
 PACKAGES = ("pipelines", "schemas", "benchmarks", "deploy")
@@ -127,18 +128,6 @@ def test_the_new_dataset_is_benchmarked_on_its_own_fake_input(copy):
   assert got["work_mb"] > 0
 
 
-DOCKER_STUB = """#!{python}
-import json, os, subprocess, sys
-argv = sys.argv[1:]
-with open({log!r}, "a", encoding="utf-8") as f:
-  f.write(json.dumps(argv) + "\\n")
-if argv[:1] == ["run"]:  # the worker image's registry: the copy's
-  program = argv[argv.index("-c") + 1]
-  sys.exit(subprocess.run([sys.executable, "-c", program],
-                          env=dict(os.environ, PYTHONPATH={root!r})).returncode)
-"""
-
-
 @pytest.mark.slow
 def test_the_new_dataset_is_deployed(copy, tmp_path):
   """Its Flex Template metadata and its launcher image come from the registry: the copy's
@@ -153,15 +142,12 @@ def test_the_new_dataset_is_deployed(copy, tmp_path):
   assert meta["name"] == f"readtwice-{NEW}"
   assert {"input", "output_dir", "ner"} <= {p["name"] for p in meta["parameters"]}
   # build_images.sh with a docker that logs its calls and answers `docker run` from the copy.
-  bin_dir, log = tmp_path / "bin", tmp_path / "docker.jsonl"
-  bin_dir.mkdir()
-  (bin_dir / "docker").write_text(DOCKER_STUB.format(python=sys.executable, log=str(log),
-                                                     root=str(copy)), encoding="utf-8")
-  (bin_dir / "docker").chmod(0o755)
+  env, log = test_dataflow._fake_tools(tmp_path, root=str(copy))  # pylint: disable=protected-access
   built = subprocess.run(["bash", "deploy/dataflow/build_images.sh", "registry/img", "t1"],
-                         cwd=copy, capture_output=True, text=True, timeout=300,
-                         env=dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}"))
+                         cwd=copy, env=env, capture_output=True, text=True, timeout=300)
   assert built.returncode == 0, built.stderr[-3000:]
-  calls = [json.loads(line) for line in log.read_text().splitlines()]
-  launchers = [c for c in calls if c[0] == "build" and f"JOB={NEW}" in c]
-  assert len(launchers) == 1 and "registry/img:t1-my_qa" in launchers[0]
+  images = test_dataflow.built_images(test_dataflow._calls(log))  # pylint: disable=protected-access
+  assert images["registry/img:t1-my_qa"] == {
+      "target": "launcher", "args": {"JOB": NEW, "SDK_CONTAINER_IMAGE": "registry/img:t1",
+                                     "REVISION": "", "SPACY_MODEL_PACKAGE": "",
+                                     "SPACY_MODEL": ""}}
